@@ -1,0 +1,40 @@
+# Everyday commands. `make demo` and `make test` are the README's two set-up commands.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+export OMP_NUM_THREADS ?= 2
+export HF_HUB_OFFLINE ?= 1
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: venv test lint format bench demo clean
+
+venv: $(STAMP)
+
+# torch is pinned and installed first: 2.13.0 is the CPU build; an unpinned torch pulls CUDA wheels.
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e ".[dev]"
+	touch $(STAMP)
+
+lint: venv
+	$(BIN)/ruff check src tests benchmarks
+	$(BIN)/ruff format --check src tests benchmarks
+
+format: venv
+	$(BIN)/ruff format src tests benchmarks
+	$(BIN)/ruff check --fix src tests benchmarks
+
+test: lint
+	$(BIN)/pytest -m "not gpu" -q
+
+bench: venv
+	$(BIN)/python benchmarks/bench_advantages.py
+
+demo: venv
+	$(BIN)/botgrpo demo
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .ruff_cache

@@ -1,0 +1,61 @@
+"""Loss aggregation: how per-token losses [B, T] become one scalar.
+
+    seq-mean-token-mean      mean_i ( sum_t m l / L_i )        GRPO, BoT-GRPO (paper Eq. 3)
+    token-mean               sum m l / sum m                   DAPO (arXiv 2503.14476)
+    seq-mean-token-sum-norm  sum_i sum_t m l / (B * L_max)     Dr. GRPO (arXiv 2503.20783)
+
+Rows with no unmasked token are excluded from seq-mean-token-mean's mean; L_max is the
+``max_len`` option (the generation budget, constant across steps) or T when omitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from torch import Tensor
+
+from botgrpo.core.registry import Registry
+
+Aggregator = Callable[[Tensor, Tensor, int | None], Tensor]
+
+_AGG: Registry[Aggregator] = Registry("aggregation mode")
+
+#: Names of the aggregation modes.
+AGGREGATION_MODES = ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm")
+
+
+@_AGG.register("seq-mean-token-mean")
+def _seq_mean_token_mean(loss_BT: Tensor, mask_BT: Tensor, max_len: int | None) -> Tensor:
+    length_B = mask_BT.sum(dim=1)
+    per_seq_B = (loss_BT * mask_BT).sum(dim=1) / length_B.clamp_min(1)
+    n_rows = (length_B > 0).sum().clamp_min(1)
+    return per_seq_B.sum() / n_rows
+
+
+@_AGG.register("token-mean")
+def _token_mean(loss_BT: Tensor, mask_BT: Tensor, max_len: int | None) -> Tensor:
+    return (loss_BT * mask_BT).sum() / mask_BT.sum().clamp_min(1)
+
+
+@_AGG.register("seq-mean-token-sum-norm")
+def _seq_mean_token_sum_norm(loss_BT: Tensor, mask_BT: Tensor, max_len: int | None) -> Tensor:
+    norm = max_len if max_len is not None else loss_BT.shape[1]
+    return (loss_BT * mask_BT).sum() / (loss_BT.shape[0] * norm)
+
+
+def aggregate_loss(
+    loss_BT: Tensor,
+    mask_BT: Tensor,
+    mode: str = "seq-mean-token-mean",
+    *,
+    max_len: int | None = None,
+) -> Tensor:
+    """Reduce per-token losses to a scalar with the named mode (see the module docstring)."""
+    fn = _AGG.get(mode)
+    if mask_BT.shape != loss_BT.shape:
+        raise ValueError(
+            f"mask_BT has shape {tuple(mask_BT.shape)}, expected {tuple(loss_BT.shape)}"
+        )
+    if max_len is not None and (not isinstance(max_len, int) or max_len <= 0):
+        raise ValueError(f"max_len must be a positive int, got {max_len!r}")
+    return fn(loss_BT, mask_BT.to(loss_BT.dtype), max_len)

@@ -1,0 +1,115 @@
+"""Input validation shared by every estimator and loss.
+
+Bad input raises ``ValueError`` naming the problem; nothing is silently coerced into a wrong
+number. Values at masked positions are never inspected (they may hold padding garbage, even NaN).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def as_tensor(x: object, name: str) -> Tensor:
+    """Turn a tensor, numpy array or nested list into a tensor, naming ``name`` on failure."""
+    if isinstance(x, Tensor):
+        return x
+    try:
+        return torch.as_tensor(x)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"{name} must be a tensor or array-like, got {type(x).__name__}") from err
+
+
+def check_mask(mask_BT: object, shape: torch.Size, name: str = "mask_BT") -> Tensor:
+    """Return ``mask_BT`` as bool [B, T]; it must be bool or hold only 0 and 1."""
+    mask = as_tensor(mask_BT, name)
+    if mask.shape != shape:
+        raise ValueError(f"{name} has shape {tuple(mask.shape)}, expected {tuple(shape)}")
+    if mask.dtype == torch.bool:
+        return mask
+    if mask.is_complex() or not ((mask == 0) | (mask == 1)).all():
+        raise ValueError(f"{name} must be bool or contain only 0 and 1")
+    return mask != 0
+
+
+def check_group(group_B: object, batch: int) -> Tensor:
+    """Return ``group_B`` as int64 [B]; ids must be integers (any values, not contiguous)."""
+    group = as_tensor(group_B, "group_B")
+    if group.dim() != 1 or group.shape[0] != batch:
+        raise ValueError(f"group_B has shape {tuple(group.shape)}, expected ({batch},)")
+    if group.dtype == torch.bool or group.is_floating_point() or group.is_complex():
+        raise ValueError(
+            f"group_B must hold integer group ids, got dtype {group.dtype}; "
+            "pass e.g. torch.arange(num_prompts).repeat_interleave(K)"
+        )
+    return group.long()
+
+
+def check_finite(values_BT: Tensor, mask_BT: Tensor, name: str) -> None:
+    """Raise if a kept (mask=1) entry is NaN or inf, naming the offending rows."""
+    bad_B = (~torch.isfinite(values_BT) & mask_BT).any(dim=-1)
+    if bad_B.any():
+        rows = bad_B.nonzero().flatten().tolist()
+        shown = ", ".join(map(str, rows[:10])) + (" ..." if len(rows) > 10 else "")
+        raise ValueError(f"{name} contains NaN or inf at unmasked positions in rows [{shown}]")
+
+
+def check_token_inputs(
+    rewards_BT: object, mask_BT: object, group_B: object
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Validate the shared estimator inputs.
+
+    Returns (rewards, mask, group): a fresh float tensor of the rewards with masked entries set
+    to 0 (float32 unless the input is float64; the caller may modify it in place), the mask as
+    bool and the group ids as int64. A single reduction checks that nothing is NaN or inf; only
+    if something is does the masked, row-by-row check run (garbage under the mask is allowed).
+    """
+    rewards = as_tensor(rewards_BT, "rewards_BT")
+    if rewards.dim() != 2:
+        raise ValueError(f"rewards_BT must be 2-D [B, T], got shape {tuple(rewards.shape)}")
+    if rewards.is_complex() or rewards.dtype == torch.bool:
+        raise ValueError(f"rewards_BT must be a real tensor, got dtype {rewards.dtype}")
+    if rewards.dtype != torch.float64:
+        rewards = rewards.float()
+    mask = check_mask(mask_BT, rewards.shape)
+    group = check_group(group_B, rewards.shape[0])
+    if bool(torch.isfinite(rewards.sum())):
+        return rewards * mask, mask, group
+    check_finite(rewards, mask, "rewards_BT")
+    return torch.where(mask, rewards, torch.zeros((), dtype=rewards.dtype)), mask, group
+
+
+def check_steps(steps_BT: object, shape: torch.Size, mask_BT: Tensor) -> Tensor:
+    """Validate step indices (int, -1 outside any step); masked positions become -1."""
+    if steps_BT is None:
+        raise ValueError(
+            "this estimator needs step structure: pass steps_BT (int [B, T], the step index of "
+            "each token, -1 outside any step)"
+        )
+    steps = as_tensor(steps_BT, "steps_BT")
+    if steps.shape != shape:
+        raise ValueError(f"steps_BT has shape {tuple(steps.shape)}, expected {tuple(shape)}")
+    if steps.is_floating_point() or steps.is_complex() or steps.dtype == torch.bool:
+        raise ValueError(f"steps_BT must hold integer step indices, got dtype {steps.dtype}")
+    steps = torch.where(mask_BT, steps.long(), torch.full((), -1, dtype=torch.long))
+    if (steps < -1).any():
+        raise ValueError("steps_BT must be >= -1 at unmasked positions (-1 = outside any step)")
+    return steps
+
+
+def check_nonnegative(name: str, value: float) -> None:
+    """Raise unless ``value`` is a finite number >= 0."""
+    if not isinstance(value, int | float) or not (0 <= value < float("inf")):
+        raise ValueError(f"option {name} must be a finite number >= 0, got {value!r}")
+
+
+def check_positive(name: str, value: float) -> None:
+    """Raise unless ``value`` is a finite number > 0."""
+    if not isinstance(value, int | float) or not (0 < value < float("inf")):
+        raise ValueError(f"option {name} must be a finite number > 0, got {value!r}")
+
+
+def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    """Raise unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"option {name}={value!r} is not one of {', '.join(choices)}")

@@ -1,0 +1,92 @@
+"""The advantage-estimator registry and its shared, validated signature.
+
+Every estimator is registered with :func:`register_advantage_estimator` and called as::
+
+    adv_BT = fn(rewards_BT, mask_BT, group_B, *, eps=1e-6, gather=None, **options)
+
+- ``rewards_BT``: float [B, T] token rewards (values at masked positions are ignored, even NaN).
+- ``mask_BT``: bool or {0, 1} [B, T], 1 on completion tokens.
+- ``group_B``: int [B] group ids; rollouts of one prompt share an id. Ids are arbitrary and
+  need not be contiguous or sorted.
+- ``eps``: added to the std in the denominator of normalised estimators (>= 0).
+- ``gather``: optional collective that all-gathers a tensor along dim 0 across processes
+  (e.g. ``accelerator.gather``); groups split over processes then get exactly the single-process
+  advantages (see :mod:`botgrpo.core.groups`).
+- Returns float32 [B, T], exactly 0 at masked positions.
+
+The wrapper validates inputs and option names once, so the registered functions receive a fresh
+float rewards tensor (float32, or float64 if given; 0 at masked positions; theirs to modify in
+place), a bool mask and int64 group ids. Group statistics are accumulated in float64.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+
+import torch
+from torch import Tensor
+
+from botgrpo.core.checks import check_nonnegative, check_token_inputs
+from botgrpo.core.registry import Registry
+
+AdvantageEstimator = Callable[..., Tensor]
+
+_REGISTRY: Registry[AdvantageEstimator] = Registry("advantage estimator")
+
+#: Names of every registered advantage estimator, in registration order.
+ADVANTAGE_ESTIMATORS: list[str] = []
+
+_SHARED = ("eps", "gather")
+
+
+def _option_names(fn: Callable) -> tuple[str, ...]:
+    params = inspect.signature(fn).parameters.values()
+    return tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in _SHARED)
+
+
+def register_advantage_estimator(name: str) -> Callable[[AdvantageEstimator], AdvantageEstimator]:
+    """Decorator registering ``fn(rewards_BT, mask_BT, group_B, *, eps, gather, **options)``.
+
+    The registered callable validates its inputs, rejects unknown options with a ValueError
+    listing the accepted ones, and zeroes masked positions of the float32 result.
+    """
+
+    def decorator(fn: AdvantageEstimator) -> AdvantageEstimator:
+        accepted = _option_names(fn)
+
+        @functools.wraps(fn)
+        def estimator(
+            rewards_BT: Tensor,
+            mask_BT: Tensor,
+            group_B: Tensor,
+            *,
+            eps: float = 1e-6,
+            gather: Callable[[Tensor], Tensor] | None = None,
+            **options: object,
+        ) -> Tensor:
+            unknown = sorted(set(options) - set(accepted))
+            if unknown:
+                raise ValueError(
+                    f"advantage estimator {name!r} got unknown option(s) {', '.join(unknown)}; "
+                    f"it accepts: {', '.join(accepted + _SHARED)}"
+                )
+            check_nonnegative("eps", eps)
+            rewards, mask, group = check_token_inputs(rewards_BT, mask_BT, group_B)
+            adv_BT = fn(rewards, mask, group, eps=eps, gather=gather, **options)
+            if bool(torch.isfinite(adv_BT.sum())):
+                return adv_BT.float() * mask
+            return torch.where(mask, adv_BT, torch.zeros((), dtype=adv_BT.dtype)).float()
+
+        estimator.options = accepted  # type: ignore[attr-defined]
+        _REGISTRY.register(name)(estimator)
+        ADVANTAGE_ESTIMATORS.append(name)
+        return estimator
+
+    return decorator
+
+
+def get_advantage_estimator(name: str) -> AdvantageEstimator:
+    """Return the estimator registered as ``name``; ValueError listing valid names otherwise."""
+    return _REGISTRY.get(name)

@@ -1,0 +1,407 @@
+"""Advantage estimators: hand-computed cases, vectorised == loop, invariances, bad input."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from botgrpo.core import ADVANTAGE_ESTIMATORS, get_advantage_estimator
+from tests.core_batches import random_batch
+from tests.core_reference import loop_reference
+
+STEP_ESTIMATORS = ("grpo_process", "pure")
+
+
+def options_for(name, steps_BT, outcome_B=None):
+    if name == "pure":
+        return {"steps_BT": steps_BT, "outcome_B": outcome_B}
+    if name == "grpo_process":
+        return {"steps_BT": steps_BT}
+    return {}
+
+
+def run(name, rewards, mask, group, **options):
+    return get_advantage_estimator(name)(rewards, mask, group, **options)
+
+
+# ---------------------------------------------------------------- hand-computed cases
+
+
+def test_bot_hand_computed():
+    # rollout 0: rewards [1, 1, 0], L=3, mean 2/3; rollout 1: rewards [0, 0], L=2, mean 0
+    # mu = (2/3 + 0) / 2 = 1/3
+    # sigma^2 = 1/2 * [ (1/3)((2/3)^2 + (2/3)^2 + (1/3)^2) + (1/2)((1/3)^2 + (1/3)^2) ]
+    #         = 1/2 * [ 1/3 + 1/9 ] = 2/9,  sigma = sqrt(2)/3
+    # A(r=1) = (2/3) / (sqrt(2)/3) = sqrt(2);  A(r=0) = (-1/3) / (sqrt(2)/3) = -1/sqrt(2)
+    rewards = torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 5.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    adv = run("bot", rewards, mask, torch.tensor([3, 3]), eps=0.0)
+    s2, h = 2**0.5, 2**-0.5
+    torch.testing.assert_close(adv, torch.tensor([[s2, s2, -h], [-h, -h, 0.0]]))
+
+
+def test_bot_uniform_hand_computed():
+    # same tokens, weight 1 each: values [1, 1, 0, 0, 0], mu = 2/5
+    # sigma^2 = (2 (3/5)^2 + 3 (2/5)^2) / 5 = (18/25 + 12/25) / 5 = 6/25,  sigma = sqrt(6)/5
+    # A(1) = (3/5) / (sqrt(6)/5) = 3/sqrt(6);  A(0) = -2/sqrt(6)
+    rewards = torch.tensor([[1.0, 1.0, 0.0], [0.0, 0.0, 0.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    adv = run("bot_uniform", rewards, mask, torch.tensor([0, 0]), eps=0.0)
+    a, b = 3 / 6**0.5, -2 / 6**0.5
+    torch.testing.assert_close(adv, torch.tensor([[a, a, b], [b, b, 0.0]]))
+
+
+def test_outcome_estimators_hand_computed():
+    # outcomes R = [1, 0, 0, 1] (constant rows); group 7 = rows 0,1; group 9 = rows 2,3
+    # grpo: mean 0.5, population std 0.5 -> A = +-1
+    # dr_grpo: A = R - 0.5 = +-0.5;  rloo: A = R - other = +-1
+    rewards = torch.tensor([[1.0, 1.0], [0.0, 0.0], [0.0, 0.0], [1.0, 1.0]])
+    mask = torch.ones(4, 2)
+    group = torch.tensor([7, 7, 9, 9])
+    sign = torch.tensor([1.0, -1.0, -1.0, 1.0])[:, None].expand(4, 2)
+    torch.testing.assert_close(run("grpo", rewards, mask, group, eps=0.0), sign)
+    torch.testing.assert_close(run("dr_grpo", rewards, mask, group), 0.5 * sign)
+    torch.testing.assert_close(run("rloo", rewards, mask, group), sign)
+    torch.testing.assert_close(run("grpo", rewards, mask, group, scale="none"), 0.5 * sign)
+
+
+def test_grpo_batch_scale_hand_computed():
+    # group A: R = [2, 0] (mean 1); group B: R = [1, 1] (no signal)
+    # batch std over [2, 0, 1, 1]: mean 1, var (1 + 1 + 0 + 0)/4 = 0.5 -> std sqrt(0.5)
+    # A = (2 - 1) / sqrt(0.5) = sqrt(2), -sqrt(2), 0, 0
+    rewards = torch.tensor([[2.0], [0.0], [1.0], [1.0]])
+    adv = run("grpo", rewards, torch.ones(4, 1), torch.tensor([0, 0, 1, 1]), eps=0.0, scale="batch")
+    torch.testing.assert_close(adv.flatten(), torch.tensor([2**0.5, -(2**0.5), 0.0, 0.0]))
+
+
+def test_grpo_process_hand_computed():
+    # rollout 0: steps 0 = tokens 0-1 (rewards 1, 1 -> 1), step 1 = token 2 (reward 0)
+    # rollout 1: step 0 = token 0 (reward 0), token 1 outside any step
+    # step rewards of the group: [1, 0, 0]: mu = 1/3, sigma = sqrt(2)/3
+    # normalised: r~ = [sqrt(2), -1/sqrt(2), -1/sqrt(2)]
+    # rollout 0: t0,t1 -> r~0 + r~1 = sqrt(2) - 1/sqrt(2) = 1/sqrt(2); t2 -> -1/sqrt(2)
+    # rollout 1: t0 -> -1/sqrt(2); t1 (after its last step) -> 0
+    rewards = torch.tensor([[1.0, 1.0, 0.0], [0.0, 3.0, 0.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    steps = torch.tensor([[0, 0, 1], [0, -1, -1]])
+    adv = run("grpo_process", rewards, mask, torch.tensor([1, 1]), eps=0.0, steps_BT=steps)
+    h = 2**-0.5
+    torch.testing.assert_close(adv, torch.tensor([[h, h, -h], [-h, 0.0, 0.0]]))
+
+
+def test_pure_strict_hand_computed():
+    # rollout 0: steps rewards [0.5 (t0), -1 (t1), 1 (t2)], outcome 1
+    #   returns: t0 min(0.5,-1,1) = -1, t1 min(-1,1) = -1, t2 min(1) = 1; +1 outcome -> [0, 0, 2]
+    # rollout 1: one step reward 0.25 (t0..t1), outcome 0 -> returns [0.25, 0.25]
+    # baselines: rollout 0 -> 0.25 (other's first return); rollout 1 -> 0
+    # A0 = [0 - 0.25, 0 - 0.25, 2 - 0.25];  A1 = [0.25, 0.25]
+    rewards = torch.tensor([[0.5, -1.0, 1.0], [0.25, 0.25, 0.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    steps = torch.tensor([[0, 1, 2], [0, 0, -1]])
+    adv = run(
+        "pure",
+        rewards,
+        mask,
+        torch.tensor([0, 0]),
+        steps_BT=steps,
+        outcome_B=torch.tensor([1.0, 0.0]),
+        form="strict",
+    )
+    torch.testing.assert_close(adv, torch.tensor([[-0.25, -0.25, 1.75], [0.25, 0.25, 0.0]]))
+
+
+def test_pure_soft_hand_computed():
+    # rollout 0: step rewards [0, 1] at t0, t1; T = 1: weights softmax([0, -1]) =
+    #   [1/(1+e^-1), e^-1/(1+e^-1)] = [w0, w1]; r* = [0, w1]; returns t0: w1, t1: w1
+    # rollout 1: one step reward 0 -> returns [0, 0]
+    # A0 = w1 - 0 = w1; A1 = 0 - w1 = -w1
+    rewards = torch.tensor([[0.0, 1.0], [0.0, 0.0]])
+    steps = torch.tensor([[0, 1], [0, 0]])
+    adv = run(
+        "pure", rewards, torch.ones(2, 2), torch.tensor([0, 0]), steps_BT=steps, temperature=1.0
+    )
+    e = torch.exp(torch.tensor(-1.0))
+    w1 = float(e / (1 + e))
+    torch.testing.assert_close(adv, torch.tensor([[w1, w1], [-w1, -w1]]))
+
+
+# ---------------------------------------------------------------- vectorised == loop
+
+
+@pytest.mark.parametrize("name", ADVANTAGE_ESTIMATORS)
+@pytest.mark.parametrize("seed", range(8))
+def test_vectorised_matches_loop(name, seed):
+    rewards, mask, group, steps = random_batch(seed)
+    outcome = torch.randn(rewards.shape[0], generator=torch.Generator().manual_seed(seed))
+    opts = options_for(name, steps, outcome)
+    expected = loop_reference(name, rewards, mask, group, **dict(opts))
+    got = run(name, rewards, mask, group, **opts)
+    assert got.dtype == torch.float32
+    torch.testing.assert_close(got.double(), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("form", ["soft", "strict"])
+@pytest.mark.parametrize("scale", ["group", "batch", "none"])
+def test_options_match_loop(form, scale):
+    rewards, mask, group, steps = random_batch(11)
+    torch.testing.assert_close(
+        run("grpo", rewards, mask, group, scale=scale).double(),
+        loop_reference("grpo", rewards, mask, group, scale=scale),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+    opts = {"steps_BT": steps, "form": form, "temperature": 0.3}
+    torch.testing.assert_close(
+        run("pure", rewards, mask, group, **opts).double(),
+        loop_reference("pure", rewards, mask, group, **opts),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+# ---------------------------------------------------------------- structural properties
+
+
+@pytest.mark.parametrize("name", ADVANTAGE_ESTIMATORS)
+def test_masked_positions_are_zero_and_irrelevant(name):
+    rewards, mask, group, steps = random_batch(3)
+    opts = options_for(name, steps)
+    adv = run(name, rewards, mask, group, **opts)
+    assert (adv[~mask] == 0).all()
+    other = torch.where(mask, rewards, torch.randn(rewards.shape) * 1e6)
+    other_steps = torch.where(mask, steps, torch.randint(-1, 50, steps.shape))
+    opts2 = options_for(name, other_steps)
+    torch.testing.assert_close(run(name, other, mask, group, **opts2), adv, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", ADVANTAGE_ESTIMATORS)
+def test_zero_signal_single_rollout_and_empty_rows(name):
+    steps = torch.tensor([[0, 0, 1], [0, 0, 1], [0, 0, 0], [0, 1, -1]])
+    rewards = torch.tensor([[0.5, 0.5, 0.5], [0.5, 0.5, 0.5], [1.0, 2.0, 3.0], [9.0, 9.0, 9.0]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]])
+    # group 0: two identical constant rollouts (no signal); group 5: one rollout + one empty row
+    adv = run(name, rewards, mask, torch.tensor([0, 0, 5, 5]), **options_for(name, steps))
+    # pure's reward-to-go minus a start-of-sequence baseline is nonzero inside identical
+    # rollouts (G_t < G_0 after a step ends), so only its single-rollout group must vanish
+    rows = slice(2, 4) if name == "pure" else slice(0, 4)
+    assert (adv[rows] == 0).all()
+
+
+def test_bot_equals_grpo_on_per_rollout_constant_rewards():
+    for seed in range(10):
+        rewards, mask, group, _ = random_batch(seed, per_rollout_constant=True)
+        torch.testing.assert_close(
+            run("bot", rewards, mask, group),
+            run("grpo", rewards, mask, group),
+            rtol=1e-5,
+            atol=1e-5,
+        )
+
+
+def test_bot_uniform_equals_bot_when_lengths_equal():
+    for seed in range(5):
+        rewards, mask, group, _ = random_batch(seed, equal_lengths=True)
+        torch.testing.assert_close(
+            run("bot_uniform", rewards, mask, group),
+            run("bot", rewards, mask, group),
+            rtol=1e-5,
+            atol=1e-5,
+        )
+
+
+# ---------------------------------------------------------------- property-based invariances
+
+seeds = st.integers(min_value=0, max_value=10_000)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, name=st.sampled_from(ADVANTAGE_ESTIMATORS))
+def test_permuting_rollouts_permutes_advantages(seed, name):
+    rewards, mask, group, steps = random_batch(seed)
+    outcome = torch.randn(rewards.shape[0])
+    perm = torch.randperm(rewards.shape[0], generator=torch.Generator().manual_seed(seed + 1))
+    adv = run(name, rewards, mask, group, **options_for(name, steps, outcome))
+    adv_p = run(
+        name,
+        rewards[perm],
+        mask[perm],
+        group[perm],
+        **options_for(name, steps[perm], outcome[perm]),
+    )
+    torch.testing.assert_close(adv_p, adv[perm], rtol=1e-5, atol=1e-6)
+
+
+NORMALISED = ("bot", "bot_uniform", "grpo", "grpo_process")
+CENTRED = ("bot", "bot_uniform", "grpo", "dr_grpo", "rloo", "grpo_process", "pure")
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, name=st.sampled_from(CENTRED), shift=st.floats(-50, 50))
+def test_adding_a_constant_per_group_changes_nothing(seed, name, shift):
+    rewards, mask, group, steps = random_batch(seed)
+    shift_B = torch.where(group == group[0], shift, 0.0)
+    shifted = rewards + shift_B[:, None]
+    if name == "pure":  # pure's return is min-form: shift each step, the strict return shifts too
+        opts = {"steps_BT": steps, "form": "strict"}
+        steps = torch.where(mask, steps.clamp_min(0), -1)  # every token on a step
+        opts["steps_BT"] = steps
+    else:
+        opts = options_for(name, steps)
+    torch.testing.assert_close(
+        run(name, shifted, mask, group, **opts),
+        run(name, rewards, mask, group, **opts),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=seeds, name=st.sampled_from(NORMALISED), scale=st.floats(0.01, 100))
+def test_scaling_rewards_changes_nothing(seed, name, scale):
+    rewards, mask, group, steps = random_batch(seed)
+    opts = options_for(name, steps)
+    torch.testing.assert_close(
+        run(name, rewards * scale, mask, group, eps=0.0, **opts),
+        run(name, rewards, mask, group, eps=0.0, **opts),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds)
+def test_bot_uniform_equals_bot_equal_lengths_property(seed):
+    rewards, mask, group, _ = random_batch(seed, equal_lengths=True)
+    torch.testing.assert_close(
+        run("bot_uniform", rewards, mask, group),
+        run("bot", rewards, mask, group),
+        rtol=1e-5,
+        atol=1e-5,
+    )
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=seeds)
+def test_bot_equals_grpo_property(seed):
+    rewards, mask, group, _ = random_batch(seed, per_rollout_constant=True)
+    torch.testing.assert_close(
+        run("bot", rewards, mask, group), run("grpo", rewards, mask, group), rtol=1e-5, atol=1e-5
+    )
+
+
+# ---------------------------------------------------------------- across processes
+
+
+def _thread_gather(n_parts):
+    """An all-gather across ``n_parts`` threads: each call returns every part concatenated."""
+    barrier = threading.Barrier(n_parts)
+    slots: dict[int, torch.Tensor] = {}
+    lock = threading.Lock()
+
+    def make(rank):
+        def gather(t):
+            with lock:
+                slots[rank] = t
+            barrier.wait()
+            out = torch.cat([slots[r] for r in range(n_parts)])
+            barrier.wait()
+            return out
+
+        return gather
+
+    return make
+
+
+@pytest.mark.parametrize("name", ADVANTAGE_ESTIMATORS)
+def test_split_across_processes_matches_single_process(name):
+    rewards, mask, group, steps = random_batch(5, n_groups=3, k=4)
+    outcome = torch.randn(rewards.shape[0])
+    full = run(name, rewards, mask, group, **options_for(name, steps, outcome))
+    half = rewards.shape[0] // 2
+    parts = [slice(0, half), slice(half, None)]
+    make = _thread_gather(2)
+    results = [None, None]
+
+    def worker(rank):
+        sl = parts[rank]
+        results[rank] = run(
+            name,
+            rewards[sl],
+            mask[sl],
+            group[sl],
+            gather=make(rank),
+            **options_for(name, steps[sl], outcome[sl]),
+        )
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=30)
+    torch.testing.assert_close(torch.cat(results), full, rtol=0, atol=1e-6)
+
+
+# ---------------------------------------------------------------- bad input
+
+
+def test_unknown_estimator_lists_valid_names():
+    with pytest.raises(ValueError, match="valid names: bot, bot_uniform, grpo"):
+        get_advantage_estimator("ppo")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"rewards_BT": torch.zeros(2, 3, 1)}, "2-D"),
+        ({"mask_BT": torch.ones(2, 4)}, "mask_BT has shape"),
+        ({"mask_BT": torch.full((2, 3), 0.5)}, "only 0 and 1"),
+        ({"group_B": torch.tensor([0.0, 1.0])}, "integer group ids"),
+        ({"group_B": torch.tensor([0, 1, 2])}, "group_B has shape"),
+        (
+            {"rewards_BT": torch.tensor([[0.0, float("nan"), 0], [0, 0, float("inf")]])},
+            r"rows \[0, 1\]",
+        ),
+        ({"eps": -1.0}, "eps must be"),
+        ({"bogus": 1}, "unknown option"),
+    ],
+)
+def test_bad_input_raises(kwargs, match):
+    args = {
+        "rewards_BT": torch.zeros(2, 3),
+        "mask_BT": torch.ones(2, 3),
+        "group_B": torch.tensor([0, 1]),
+    }
+    args.update(kwargs)
+    rewards, mask, group = args.pop("rewards_BT"), args.pop("mask_BT"), args.pop("group_B")
+    with pytest.raises(ValueError, match=match):
+        run("bot", rewards, mask, group, **args)
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "match"),
+    [
+        ("grpo", {"scale": "global"}, "scale='global' is not one of"),
+        ("pure", {}, "needs step structure"),
+        (
+            "pure",
+            {"steps_BT": torch.zeros(2, 3, dtype=torch.long), "temperature": 0.0},
+            "temperature must be",
+        ),
+        ("pure", {"steps_BT": torch.zeros(2, 3, dtype=torch.long), "form": "min"}, "form="),
+        (
+            "pure",
+            {"steps_BT": torch.zeros(2, 3, dtype=torch.long), "outcome_B": torch.zeros(3)},
+            "outcome_B has shape",
+        ),
+        ("grpo_process", {"steps_BT": torch.zeros(2, 3)}, "integer step indices"),
+        ("grpo_process", {"steps_BT": torch.full((2, 3), -2)}, ">= -1"),
+        ("grpo_process", {"steps_BT": torch.zeros(2, 2, dtype=torch.long)}, "steps_BT has shape"),
+    ],
+)
+def test_bad_options_raise(name, options, match):
+    with pytest.raises(ValueError, match=match):
+        run(name, torch.zeros(2, 3), torch.ones(2, 3), torch.tensor([0, 0]), **options)

@@ -1,0 +1,1 @@
+"""The comparison harness: warm start, evaluation, method x seed runs, summaries and plots."""

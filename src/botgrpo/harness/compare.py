@@ -1,0 +1,126 @@
+"""`botgrpo compare`: methods x seeds from one warm start, in parallel, resumable.
+
+1. Warm start (cached by hash) -> the shared initial checkpoint.
+2. Optional learning-rate sweep: every method at every rate on seed 0; each method keeps the
+   rate with the highest mean held-out accuracy over its run.
+3. Every (method, seed) run at its rate, ``workers`` at a time, one CPU thread each; finished
+   runs are skipped when the command is run again.
+4. ``metrics.jsonl`` (all records), ``curves.png`` and ``summary.md`` in ``OUT_DIR/NAME/``.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from pathlib import Path
+
+from tqdm.auto import tqdm
+
+from botgrpo.harness.config import CompareConfig
+from botgrpo.harness.runner import RunSpec, execute_run, is_done, run_label
+
+
+def _progress_of(spec: RunSpec) -> int:
+    path = Path(spec.run_dir) / "progress.json"
+    if is_done(spec.run_dir):
+        return spec.config.steps
+    try:
+        return int(json.loads(path.read_text())["step"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
+def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> None:
+    """Run every unfinished spec, ``workers`` at a time, with one progress bar over all steps."""
+    todo = [s for s in specs if not is_done(s.run_dir)]
+    if not todo:
+        return
+    total = sum(s.config.steps for s in todo)
+    bar = tqdm(total=total, desc=desc, unit="step", disable=not progress)
+    os.environ["OMP_NUM_THREADS"] = "1"
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+        pending = {pool.submit(execute_run, s): s for s in todo}
+        while pending:
+            done, _ = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)
+            for fut in done:
+                spec = pending.pop(fut)
+                fut.result()  # re-raise a failed run's error here
+                bar.set_postfix_str(f"finished {spec.label}")
+            bar.n = sum(_progress_of(s) for s in todo)
+            bar.refresh()
+    bar.close()
+
+
+def _specs(
+    cfg: CompareConfig,
+    root: Path,
+    model_path: Path,
+    lrs: dict[str, float],
+    seeds: range,
+    folder: str,
+) -> list[RunSpec]:
+    return [
+        RunSpec(m, s, lrs[m], str(model_path), str(root / folder / run_label(m, s, lrs[m])), cfg)
+        for s in seeds
+        for m in cfg.methods
+    ]
+
+
+def sweep_learning_rates(cfg: CompareConfig, root: Path, model_path: Path) -> dict[str, float]:
+    """Best learning rate per method on seed 0 (highest mean held-out accuracy over the run)."""
+    from botgrpo.harness.results import load_records
+
+    specs = [
+        RunSpec(m, 0, lr, str(model_path), str(root / "sweep" / run_label(m, 0, lr)), cfg)
+        for m in cfg.methods
+        for lr in cfg.lr_sweep
+    ]
+    run_all(specs, cfg.workers, cfg.progress, "lr sweep")
+    best: dict[str, float] = {}
+    for m in cfg.methods:
+        scores = {}
+        for spec in (s for s in specs if s.method == m):
+            evals = [
+                r["accuracy"]
+                for r in load_records(Path(spec.run_dir) / "metrics.jsonl")
+                if r["kind"] == "eval"
+            ]
+            scores[spec.learning_rate] = sum(evals) / len(evals)
+        best[m] = max(scores, key=scores.get)
+    (root / "lr_sweep.json").write_text(json.dumps(best, indent=2))
+    return best
+
+
+def compare(cfg: CompareConfig) -> Path:
+    """Run the whole comparison; returns the path of ``summary.md``."""
+    from botgrpo.harness.plots import plot_curves
+    from botgrpo.harness.results import collect, load_records
+    from botgrpo.harness.summary import write_summary
+    from botgrpo.harness.warmstart import WarmStartConfig, warm_start
+    from botgrpo.tasks import load_task
+
+    root = Path(cfg.out_dir) / cfg.name
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "config.json").write_text(json.dumps(cfg.__dict__, indent=2, default=list))
+    start = time.perf_counter()
+    ws = WarmStartConfig(steps=cfg.warm_start_steps, lr=cfg.warm_start_lr)
+    model_path = warm_start(
+        load_task(cfg.task), ws, Path(cfg.out_dir) / ".cache", progress=cfg.progress
+    )
+    if cfg.lr_sweep:
+        lrs = sweep_learning_rates(cfg, root, model_path)
+    else:
+        lrs = {m: cfg.learning_rate for m in cfg.methods}
+    specs = _specs(cfg, root, model_path, lrs, range(cfg.seeds), "runs")
+    run_all(specs, cfg.workers, cfg.progress, f"{cfg.name}: {len(specs)} runs")
+    collect([Path(s.run_dir) for s in specs], root / "metrics.jsonl")
+    records = load_records(root / "metrics.jsonl")
+    plot_curves(records, root / "curves.png", title=f"{cfg.task}: held-out accuracy")
+    summary = write_summary(
+        records, cfg, lrs, root / "summary.md", seconds=time.perf_counter() - start
+    )
+    return summary

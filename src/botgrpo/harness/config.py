@@ -1,0 +1,149 @@
+"""Options of `botgrpo compare` and `botgrpo demo`, one dataclass, one docstring per field.
+
+The command-line flags are generated from these fields (:func:`add_dataclass_arguments`), so an
+option is documented once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import itertools
+import typing
+from dataclasses import dataclass
+
+from botgrpo.trl.presets import PRESETS
+
+DEFAULT_METHODS = ("grpo", "dapo", "gspo", "pure", "bot", "bot_uniform")
+
+
+@dataclass
+class CompareConfig:
+    """A methods x seeds comparison with identical data, reward, initial checkpoint and budget."""
+
+    name: str = "compare"
+    """Run name: results go to OUT_DIR/NAME/."""
+    out_dir: str = "runs"
+    """Parent folder of the results."""
+    task: str = "chain"
+    """Task spec: a built-in name (chain, columns), jsonl:PATH, reasoning_gym:DATASET or
+    package.module:factory."""
+    methods: tuple[str, ...] = DEFAULT_METHODS
+    """Methods (BoTGRPOTrainer presets) to compare."""
+    seeds: int = 5
+    """Number of seeds (0..seeds-1); seed s fixes the training data order and sampling."""
+    steps: int = 200
+    """Optimizer steps per run (the budget)."""
+    eval_every: int = 20
+    """Evaluate on the held-out problems every this many steps (and at step 0)."""
+    eval_problems: int = 500
+    """Held-out problems per evaluation (greedy accuracy)."""
+    pass_samples: int = 4
+    """Sampled completions per held-out problem for pass@k (0 disables pass@k)."""
+    pass_problems: int = 200
+    """Held-out problems used for pass@k (a subset: sampling is n times the cost)."""
+    prompts_per_step: int = 8
+    """Prompts per optimizer step."""
+    num_generations: int = 8
+    """Rollouts per prompt (K)."""
+    max_completion_length: int = 128
+    """Longest completion in tokens."""
+    temperature: float = 1.0
+    """Sampling temperature of the rollouts."""
+    learning_rate: float = 3e-4
+    """Learning rate of every method (unless the sweep picks per method)."""
+    lr_sweep: tuple[float, ...] = ()
+    """Optional learning rates to sweep per method on seed 0 before the seeds run; each method
+    then runs at its best rate (highest mean held-out accuracy over the run), so no method
+    looks faster merely by taking bigger effective steps."""
+    w_g: float = 3.0
+    """Weight of the outcome G in r_t = w_g G + w_s S_t + b_format."""
+    w_s: float = 0.5
+    """Weight of the local step signal S_t."""
+    warm_start_steps: int = 600
+    """Supervised warm-start steps (cached by config hash, shared by every run)."""
+    warm_start_lr: float = 3e-3
+    """Warm-start learning rate."""
+    thresholds: tuple[float, ...] = ()
+    """Accuracy thresholds for steps-to-threshold; empty = 25/50/75% of the way from the
+    warm-start accuracy to the best accuracy any method reached."""
+    workers: int = 2
+    """Runs in parallel (one CPU thread each)."""
+    progress: bool = True
+    """Show progress bars."""
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in PRESETS]
+        if unknown:
+            raise ValueError(f"unknown method(s) {unknown}; valid: {', '.join(PRESETS)}")
+        positive = (
+            "seeds",
+            "steps",
+            "eval_every",
+            "eval_problems",
+            "prompts_per_step",
+            "num_generations",
+            "max_completion_length",
+            "workers",
+        )
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.num_generations < 2:
+            raise ValueError("num_generations must be >= 2 (group statistics need two rollouts)")
+        if self.learning_rate <= 0 or any(lr <= 0 for lr in self.lr_sweep):
+            raise ValueError("learning rates must be > 0")
+        if self.pass_samples < 0 or self.pass_problems < 0 or self.warm_start_steps < 0:
+            raise ValueError("pass_samples, pass_problems and warm_start_steps must be >= 0")
+
+
+def _field_docs(cls: type) -> dict[str, str]:
+    """Attribute docstrings (the string literal after each field) from the class source."""
+    import ast
+    import inspect
+    import textwrap
+
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    body = tree.body[0].body  # type: ignore[attr-defined]
+    docs = {}
+    for node, nxt in itertools.pairwise(body):
+        if isinstance(node, ast.AnnAssign) and isinstance(nxt, ast.Expr):
+            value = getattr(nxt, "value", None)
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                docs[node.target.id] = " ".join(value.value.split())  # type: ignore[union-attr]
+    return docs
+
+
+def add_dataclass_arguments(
+    parser: argparse.ArgumentParser, cls: type, defaults: dict | None = None
+) -> None:
+    """Add one ``--field`` flag per dataclass field, help from its docstring."""
+    docs = _field_docs(cls)
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        default = (defaults or {}).get(f.name, f.default)
+        hint = hints[f.name]
+        flag = "--" + f.name.replace("_", "-")
+        help_ = f"{docs.get(f.name, '')} (default: {default})"
+        if hint is bool:
+            parser.add_argument(
+                flag,
+                type=lambda s: s.lower() in ("1", "true", "yes"),
+                default=default,
+                metavar="BOOL",
+                help=help_,
+            )
+        elif typing.get_origin(hint) is tuple:
+            inner = typing.get_args(hint)[0]
+            parser.add_argument(flag, type=inner, nargs="*", default=default, help=help_)
+        else:
+            parser.add_argument(flag, type=hint, default=default, help=help_)
+
+
+def config_from_args(cls: type, ns: argparse.Namespace):
+    """Build the dataclass from parsed flags (tuples from lists)."""
+    values = {}
+    for f in dataclasses.fields(cls):
+        v = getattr(ns, f.name)
+        values[f.name] = tuple(v) if isinstance(v, list) else v
+    return cls(**values)

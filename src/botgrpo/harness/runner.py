@@ -1,0 +1,200 @@
+"""One training run of the comparison: a method, a seed, a learning rate.
+
+The run trains :class:`~botgrpo.trl.BoTGRPOTrainer` with the method's preset from the shared
+warm-start checkpoint on the seed's problems, evaluates on the held-out problems every
+``eval_every`` steps (and at step 0), and appends every record to ``metrics.jsonl`` in its
+folder; ``done.json`` marks a finished run so that a resumed comparison skips it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from botgrpo.harness.config import CompareConfig
+
+#: Training-log keys copied into metrics.jsonl (when the trainer logs them).
+TRAIN_KEYS = (
+    "loss",
+    "reward",
+    "bot/frac_zero_signal_groups",
+    "bot/local_share",
+    "bot/advantage/abs_mean",
+    "completions/mean_length",
+    "clip_ratio/region_mean",
+    "kl",
+)
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything one run needs (picklable: it crosses to a worker process).
+
+    Attributes:
+        method: the BoTGRPOTrainer preset.
+        seed: data order and sampling seed.
+        learning_rate: the run's learning rate.
+        model_path: the warm-start checkpoint.
+        run_dir: the run's output folder.
+        config: the comparison's options.
+    """
+
+    method: str
+    seed: int
+    learning_rate: float
+    model_path: str
+    run_dir: str
+    config: CompareConfig
+
+    @property
+    def label(self) -> str:
+        return run_label(self.method, self.seed, self.learning_rate)
+
+
+def run_label(method: str, seed: int, lr: float) -> str:
+    """Folder name of a run."""
+    return f"{method}-lr{lr:g}-s{seed}"
+
+
+def is_done(run_dir: str | Path) -> bool:
+    """Whether the run in ``run_dir`` finished."""
+    return (Path(run_dir) / "done.json").exists()
+
+
+def _recorder(spec: RunSpec, task, eval_examples, pass_examples):
+    from transformers import AutoTokenizer, TrainerCallback
+
+    from botgrpo.harness.evaluate import evaluate
+
+    cfg = spec.config
+    out = Path(spec.run_dir)
+    eval_tok = AutoTokenizer.from_pretrained(spec.model_path)
+    base = {"method": spec.method, "seed": spec.seed, "lr": spec.learning_rate}
+
+    def write(record: dict) -> None:
+        with (out / "metrics.jsonl").open("a") as fh:
+            fh.write(json.dumps({**base, **record}) + "\n")
+
+    class Recorder(TrainerCallback):
+        def _evaluate(self, model, step: int) -> None:
+            was_training = model.training
+            start = time.perf_counter()
+            greedy = evaluate(
+                model, eval_tok, task, eval_examples, max_new_tokens=cfg.max_completion_length
+            )
+            record = {
+                "kind": "eval",
+                "step": step,
+                "accuracy": greedy.accuracy,
+                "step_accuracy": greedy.step_accuracy,
+            }
+            if cfg.pass_samples > 0 and pass_examples:
+                sampled = evaluate(
+                    model,
+                    eval_tok,
+                    task,
+                    pass_examples,
+                    max_new_tokens=cfg.max_completion_length,
+                    n_samples=cfg.pass_samples,
+                    ks=tuple(k for k in (1, 2, 4, 8) if k <= cfg.pass_samples),
+                    temperature=cfg.temperature,
+                )
+                record.update({f"pass@{k}": v for k, v in sampled.pass_at.items()})
+            record["eval_seconds"] = time.perf_counter() - start
+            write(record)
+            model.train(was_training)
+
+        def on_train_begin(self, args, state, control, model=None, **kwargs):
+            self._evaluate(model, 0)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            picked = {k: v for k, v in (logs or {}).items() if k in TRAIN_KEYS}
+            if picked:
+                write({"kind": "train", "step": state.global_step, **picked})
+
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            (out / "progress.json").write_text(json.dumps({"step": state.global_step}))
+            if state.global_step % cfg.eval_every == 0 or state.global_step == cfg.steps:
+                self._evaluate(model, state.global_step)
+
+    return Recorder()
+
+
+def execute_run(spec: RunSpec) -> str:
+    """Train and evaluate one run in this process; returns its label."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    import warnings
+
+    import torch
+    from transformers import AutoTokenizer
+    from transformers.trainer_callback import PrinterCallback
+    from transformers.utils import logging as hf_logging
+
+    from botgrpo.harness.evaluate import held_out_examples
+    from botgrpo.tasks import load_task
+    from botgrpo.tasks.data import sample_examples, task_dataset
+    from botgrpo.tasks.reward import make_task_reward
+    from botgrpo.trl import BoTGRPOConfig, BoTGRPOTrainer
+
+    torch.set_num_threads(1)
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore", category=FutureWarning)
+    cfg = spec.config
+    out = Path(spec.run_dir)
+    shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
+    out.mkdir(parents=True)
+    task = load_task(cfg.task)
+    eval_examples = held_out_examples(task, cfg.eval_problems)
+    pass_examples = eval_examples[: cfg.pass_problems]
+    held = {ex.prompt for ex in eval_examples}
+    n_train = cfg.steps * cfg.prompts_per_step
+    train = task_dataset(sample_examples(task, n_train, f"train-{spec.seed}", exclude=held))
+    tokenizer = AutoTokenizer.from_pretrained(spec.model_path)
+    args = BoTGRPOConfig(
+        output_dir=str(out / "trainer"),
+        preset=spec.method,
+        w_g=cfg.w_g,
+        w_s=cfg.w_s,
+        learning_rate=spec.learning_rate,
+        lr_scheduler_type="constant",
+        max_steps=cfg.steps,
+        per_device_train_batch_size=cfg.prompts_per_step * cfg.num_generations,
+        num_generations=cfg.num_generations,
+        max_completion_length=cfg.max_completion_length,
+        temperature=cfg.temperature,
+        seed=spec.seed,
+        data_seed=spec.seed,
+        use_cpu=True,
+        bf16=False,
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        disable_tqdm=True,
+        dataloader_num_workers=0,
+    )
+    trainer = BoTGRPOTrainer(
+        model=spec.model_path,
+        reward_funcs=[make_task_reward(task, tokenizer)],
+        args=args,
+        train_dataset=train,
+        processing_class=tokenizer,
+        callbacks=[_recorder(spec, task, eval_examples, pass_examples)],
+    )
+    trainer.remove_callback(PrinterCallback)  # records go to metrics.jsonl, not stdout
+    start = time.perf_counter()
+    trainer.train()
+    (out / "done.json").write_text(
+        json.dumps(
+            {
+                "seconds": time.perf_counter() - start,
+                "spec": {**asdict(spec), "config": None},
+            }
+        )
+    )
+    shutil.rmtree(out / "trainer", ignore_errors=True)
+    return spec.label

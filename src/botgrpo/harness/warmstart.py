@@ -1,0 +1,129 @@
+"""Warm start: a short supervised stage on a task's demonstrations, cached by its config.
+
+RL only helps once single steps are within the model's reach; a random tiny model solves
+nothing, so every method starts from the same supervised checkpoint. The checkpoint lives in
+``cache_dir/<hash>`` where the hash covers the task, the model shape, every training option and
+the code version, so changing any of them trains a new one and reruns reuse it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import random
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from botgrpo.tasks.base import Task
+from botgrpo.tiny import TinyModelSpec, build_tiny_model
+
+#: Bump when the warm-start procedure changes, so old cached checkpoints are not reused.
+WARM_START_VERSION = 1
+
+
+@dataclass(frozen=True)
+class WarmStartConfig:
+    """Options of the supervised warm start.
+
+    Attributes:
+        steps: optimizer steps of supervised training on demonstrations.
+        batch_size: demonstrations per step.
+        lr: peak AdamW learning rate (linear warm-up over 5% of steps, cosine decay to 10%).
+        weight_decay: AdamW weight decay.
+        seed: seed of the data stream and of the tiny model's initialisation.
+        model: the tiny model's shape.
+    """
+
+    steps: int = 600
+    batch_size: int = 64
+    lr: float = 3e-3
+    weight_decay: float = 0.01
+    seed: int = 0
+    model: TinyModelSpec = field(
+        default_factory=lambda: TinyModelSpec(
+            hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, max_positions=256
+        )
+    )
+
+    def __post_init__(self) -> None:
+        if self.steps < 0 or self.batch_size < 1:
+            raise ValueError("WarmStartConfig needs steps >= 0 and batch_size >= 1")
+        if not self.lr > 0:
+            raise ValueError(f"WarmStartConfig.lr must be > 0, got {self.lr}")
+
+    def cache_key(self, task: Task) -> str:
+        """Hash of the task, this config and the code version."""
+        payload = {"task": repr(task), "config": asdict(self), "version": WARM_START_VERSION}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _batch(task: Task, tokenizer, rng: random.Random, size: int) -> dict[str, torch.Tensor]:
+    """Right-padded prompt + demonstration + EOS; labels only on the completion."""
+    rows, labels = [], []
+    for _ in range(size):
+        ex = task.sample(rng)
+        p_ids = tokenizer(ex.prompt, add_special_tokens=False).input_ids
+        c_ids = tokenizer(task.demonstration(ex), add_special_tokens=False).input_ids
+        c_ids = [*c_ids, tokenizer.eos_token_id]
+        rows.append(p_ids + c_ids)
+        labels.append([-100] * len(p_ids) + c_ids)
+    width = max(map(len, rows))
+    pad = tokenizer.pad_token_id
+    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+    lab = torch.tensor([lb + [-100] * (width - len(lb)) for lb in labels])
+    attn = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+    return {"input_ids": ids, "attention_mask": attn, "labels": lab}
+
+
+def _lr_at(step: int, total: int, peak: float) -> float:
+    warm = max(1, int(0.05 * total))
+    if step < warm:
+        return peak * (step + 1) / warm
+    progress = (step - warm) / max(1, total - warm)
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def train_warm_start(task: Task, config: WarmStartConfig, out_dir: Path, progress: bool) -> None:
+    """Build the tiny model in ``out_dir`` and fine-tune it on demonstrations in place."""
+    build_tiny_model(out_dir, spec=config.model)
+    tokenizer = AutoTokenizer.from_pretrained(out_dir)
+    model = AutoModelForCausalLM.from_pretrained(out_dir)
+    torch.manual_seed(config.seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    rng = random.Random(f"warm-start-{config.seed}")
+    model.train()
+    bar = tqdm(range(config.steps), desc="warm start", disable=not progress, leave=False)
+    for step in bar:
+        for group in opt.param_groups:
+            group["lr"] = _lr_at(step, config.steps, config.lr)
+        loss = model(**_batch(task, tokenizer, rng, config.batch_size)).loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        bar.set_postfix(loss=f"{loss.item():.3f}")
+    model.save_pretrained(out_dir)
+
+
+def warm_start(
+    task: Task, config: WarmStartConfig, cache_dir: str | Path, *, progress: bool = True
+) -> Path:
+    """Path of the warm-start checkpoint for (task, config), training it if not cached."""
+    final = Path(cache_dir) / f"warm-{config.cache_key(task)}"
+    if (final / "config.json").exists() and (final / "warm_start.json").exists():
+        return final
+    tmp = final.with_name(final.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    train_warm_start(task, config, tmp, progress)
+    (tmp / "warm_start.json").write_text(
+        json.dumps({"task": repr(task), "config": asdict(config)}, indent=2)
+    )
+    shutil.rmtree(final, ignore_errors=True)
+    tmp.rename(final)
+    return final

@@ -1,0 +1,106 @@
+"""Long chain arithmetic: "7+5-3+9-2..." solved one running total per line.
+
+Prompt ``"7+5-3+9-2\n"``; the demonstrated completion writes one step per line and the answer::
+
+    7+5=12
+    12-3=9
+    9+9=18
+    18-2=16
+    Answer: 16
+
+A step is correct when it continues the chain (its left operand is the previous line's result,
+or the first number for the first line; its operator and right operand are the next ones of the
+prompt) and its arithmetic holds (checked by the reward toolkit's symbolic verifier). Single
+steps are easy; errors compound over 8-12 steps, so whole solutions are rarely right at first:
+the regime where process reward should matter most.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+from botgrpo.rewards.steps import parse_steps
+from botgrpo.rewards.symbolic import check_step
+from botgrpo.tasks.base import Example, Score, StepVerdict
+
+_LINE = re.compile(r"^(-?\d+)([+-])(\d+)=(-?\d+)$")
+
+
+@dataclass(frozen=True)
+class ChainArithmetic:
+    """Chains of single-digit additions and subtractions with a bounded running total.
+
+    Attributes:
+        min_steps: fewest operations per problem.
+        max_steps: most operations per problem.
+        max_operand: operands are drawn from 1..max_operand.
+        max_total: the running total stays within 0..max_total.
+    """
+
+    min_steps: int = 8
+    max_steps: int = 12
+    max_operand: int = 9
+    max_total: int = 99
+    name: str = "chain"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_steps <= self.max_steps:
+            raise ValueError(
+                f"need 1 <= min_steps <= max_steps, got {self.min_steps}, {self.max_steps}"
+            )
+        if self.max_operand < 1 or self.max_total < self.max_operand:
+            raise ValueError("need 1 <= max_operand <= max_total")
+
+    def sample(self, rng: random.Random) -> Example:
+        """Draw a chain whose running total stays in 0..max_total."""
+        n_ops = rng.randint(self.min_steps, self.max_steps)
+        total = rng.randint(1, self.max_operand)
+        numbers, ops = [total], []
+        for _ in range(n_ops):
+            d = rng.randint(1, self.max_operand)
+            can_add, can_sub = total + d <= self.max_total, total - d >= 0
+            op = "+" if can_add and (not can_sub or rng.random() < 0.5) else "-"
+            total = total + d if op == "+" else total - d
+            numbers.append(d)
+            ops.append(op)
+        prompt = str(numbers[0]) + "".join(f"{o}{d}" for o, d in zip(ops, numbers[1:], strict=True))
+        return Example(prompt + "\n", str(total), {"numbers": numbers, "ops": ops})
+
+    def demonstration(self, example: Example) -> str:
+        """The step-by-step solution."""
+        numbers, ops = example.meta["numbers"], example.meta["ops"]
+        total, lines = numbers[0], []
+        for op, d in zip(ops, numbers[1:], strict=True):
+            new = total + d if op == "+" else total - d
+            lines.append(f"{total}{op}{d}={new}")
+            total = new
+        return "\n".join(lines) + f"\nAnswer: {total}"
+
+    def score(self, example: Example, completion: str) -> Score:
+        """Outcome (final answer equals the chain's value), one verdict per line, format."""
+        numbers, ops = example.meta["numbers"], example.meta["ops"]
+        parsed = parse_steps(completion, "lines")
+        verdicts, previous = [], numbers[0]
+        for k, step in enumerate(parsed.steps):
+            verdict, previous = self._step_verdict(step.text, k, numbers, ops, previous)
+            verdicts.append(StepVerdict(step.start, step.end, verdict))
+        answer = parsed.final_text
+        solved = answer is not None and answer.strip() == example.answer
+        well_formed = parsed.verdict == "well_formed" and answer is not None
+        well_formed = well_formed and len(parsed.steps) == len(ops)
+        return Score(float(solved), tuple(verdicts), well_formed, answer)
+
+    @staticmethod
+    def _step_verdict(
+        text: str, k: int, numbers: list[int], ops: list[str], previous: int | None
+    ) -> tuple[int, int | None]:
+        """(verdict, the result this line claims) for line k."""
+        m = _LINE.match(text.replace(" ", ""))
+        if m is None or k >= len(ops):
+            return -1, None
+        left, op, right, result = int(m[1]), m[2], int(m[3]), int(m[4])
+        follows = left == previous and op == ops[k] and right == numbers[k + 1]
+        arithmetic = check_step(text).verdict
+        return (1 if follows and arithmetic == 1 else -1), result

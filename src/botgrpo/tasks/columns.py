@@ -1,0 +1,89 @@
+"""Column-wise multi-digit addition with carries, one column per line.
+
+Prompt ``"4827+3956\n"``; the demonstrated completion adds digit columns right to left, each
+line ``a+b+carry=sum``, then the answer::
+
+    7+6+0=13
+    2+5+1=8
+    8+9+0=17
+    4+3+1=8
+    Answer: 8783
+
+A line is correct when its digits are the column's digits, its carry is the previous line's
+carry out (0 for the first line) and its arithmetic holds (symbolic verifier). The structure
+differs from chain arithmetic: steps are independent except through the carry, and the answer
+must be assembled from all steps.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+from botgrpo.rewards.steps import parse_steps
+from botgrpo.rewards.symbolic import check_step
+from botgrpo.tasks.base import Example, Score, StepVerdict
+
+_LINE = re.compile(r"^(\d)\+(\d)\+(\d)=(\d+)$")
+
+
+@dataclass(frozen=True)
+class ColumnAddition:
+    """Sums of two numbers of ``min_digits``..``max_digits`` digits (the first the longer).
+
+    Attributes:
+        min_digits: fewest digits of the longer addend.
+        max_digits: most digits of the longer addend.
+    """
+
+    min_digits: int = 4
+    max_digits: int = 6
+    name: str = "columns"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.min_digits <= self.max_digits:
+            raise ValueError("need 1 <= min_digits <= max_digits")
+
+    def sample(self, rng: random.Random) -> Example:
+        """Draw two addends; the second has at most as many digits as the first."""
+        n = rng.randint(self.min_digits, self.max_digits)
+        a = rng.randint(10 ** (n - 1), 10**n - 1)
+        m = rng.randint(1, n)
+        b = rng.randint(10 ** (m - 1), 10**m - 1)
+        return Example(f"{a}+{b}\n", str(a + b), {"a": a, "b": b})
+
+    @staticmethod
+    def _columns(example: Example) -> list[tuple[int, int]]:
+        a, b = str(example.meta["a"]), str(example.meta["b"])
+        width = max(len(a), len(b))
+        a, b = a.zfill(width), b.zfill(width)
+        return [(int(x), int(y)) for x, y in zip(reversed(a), reversed(b), strict=True)]
+
+    def demonstration(self, example: Example) -> str:
+        """Column sums right to left, then the answer."""
+        carry, lines = 0, []
+        for x, y in self._columns(example):
+            s = x + y + carry
+            lines.append(f"{x}+{y}+{carry}={s}")
+            carry = s // 10
+        return "\n".join(lines) + f"\nAnswer: {example.answer}"
+
+    def score(self, example: Example, completion: str) -> Score:
+        """Outcome (answer equals a + b), one verdict per line, format."""
+        columns = self._columns(example)
+        parsed = parse_steps(completion, "lines")
+        verdicts, carry = [], 0
+        for k, step in enumerate(parsed.steps):
+            m = _LINE.match(step.text.replace(" ", ""))
+            ok = m is not None and k < len(columns)
+            if ok:
+                ok = (int(m[1]), int(m[2])) == columns[k] and int(m[3]) == carry
+                ok = ok and check_step(step.text).verdict == 1
+            carry = int(m[4]) // 10 if m is not None else -1
+            verdicts.append(StepVerdict(step.start, step.end, 1 if ok else -1))
+        answer = parsed.final_text
+        solved = answer is not None and answer.strip() == example.answer
+        well_formed = parsed.verdict == "well_formed" and answer is not None
+        well_formed = well_formed and len(parsed.steps) == len(columns)
+        return Score(float(solved), tuple(verdicts), well_formed, answer)

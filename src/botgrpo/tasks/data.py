@@ -1,0 +1,39 @@
+"""Datasets of task problems for TRL: one row per problem (prompt, answer, meta as JSON)."""
+
+from __future__ import annotations
+
+import random
+
+from datasets import Dataset
+
+from botgrpo.tasks.base import Example, Task
+
+
+def sample_examples(
+    task: Task, n: int, seed_label: str, exclude: set[str] | None = None
+) -> list[Example]:
+    """``n`` problems from the stream named ``seed_label``, skipping prompts in ``exclude``.
+
+    Raises if the task cannot produce enough distinct-from-excluded problems (its problem space
+    is too small for the request).
+    """
+    rng = random.Random(seed_label)
+    out: list[Example] = []
+    attempts = 0
+    while len(out) < n:
+        attempts += 1
+        if attempts > 20 * n + 100:
+            raise ValueError(
+                f"task {task.name!r} produced only {len(out)} of {n} problems outside the "
+                "held-out set; its problem space is too small for this request"
+            )
+        example = task.sample(rng)
+        if exclude is None or example.prompt not in exclude:
+            out.append(example)
+    return out
+
+
+def task_dataset(examples: list[Example]) -> Dataset:
+    """A ``datasets.Dataset`` with columns prompt, answer and meta (JSON)."""
+    rows = [ex.to_row() for ex in examples]
+    return Dataset.from_dict({k: [r[k] for r in rows] for k in ("prompt", "answer", "meta")})

@@ -1,0 +1,85 @@
+"""A task read from a JSONL file: one problem per line, ``{"prompt", "answer", "steps"?}``.
+
+- ``prompt`` (str): the text the model continues; ``answer`` (str or number): the reference
+  final answer; ``steps`` (list of str, optional): a reference solution, one step per item,
+  used as the warm-start demonstration.
+- Completions are read in the one-step-per-line layout with a final ``Answer: ...`` line (the
+  demonstration format). The outcome is math-verify's verdict on the answer; each step's
+  verdict comes from the symbolic verifier (+1 all its equalities hold, -1 one is false, 0
+  nothing checkable).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from botgrpo.rewards.answers import check_answer
+from botgrpo.rewards.steps import parse_steps
+from botgrpo.rewards.symbolic import check_step
+from botgrpo.tasks.base import Example, Score, StepVerdict
+
+
+def read_jsonl_problems(path: str | Path) -> list[dict]:
+    """Rows of a JSONL problem file, validated (the error names the line)."""
+    rows = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{n}: not valid JSON ({err.msg})") from err
+        if not isinstance(row, dict) or "prompt" not in row or "answer" not in row:
+            raise ValueError(f"{path}:{n}: each line needs an object with 'prompt' and 'answer'")
+        steps = row.get("steps")
+        if steps is not None and not (
+            isinstance(steps, list) and all(isinstance(s, str) for s in steps)
+        ):
+            raise ValueError(f"{path}:{n}: 'steps' must be a list of strings")
+        rows.append({"prompt": str(row["prompt"]), "answer": str(row["answer"]), "steps": steps})
+    if not rows:
+        raise ValueError(f"{path}: no problems found")
+    return rows
+
+
+@dataclass(frozen=True)
+class JsonlTask:
+    """Problems from a JSONL file (see the module docstring).
+
+    Attributes:
+        path: the JSONL file.
+        name: the task's name in logs.
+    """
+
+    path: str
+    name: str = "jsonl"
+    _rows: list[dict] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self._rows.extend(read_jsonl_problems(self.path))
+
+    def sample(self, rng: random.Random) -> Example:
+        """A uniformly drawn row."""
+        i = rng.randrange(len(self._rows))
+        row = self._rows[i]
+        return Example(row["prompt"], row["answer"], {"row": i})
+
+    def demonstration(self, example: Example) -> str:
+        """The reference steps (if any), one per line, then ``Answer: ...``."""
+        steps = self._rows[example.meta["row"]]["steps"] or []
+        return "\n".join([*steps, f"Answer: {example.answer}"])
+
+    def score(self, example: Example, completion: str) -> Score:
+        """math-verify outcome, symbolic step verdicts, format."""
+        parsed = parse_steps(completion, "lines")
+        verdicts = tuple(
+            StepVerdict(s.start, s.end, check_step(s.text).verdict) for s in parsed.steps
+        )
+        answer = parsed.final_text
+        correct = answer is not None and check_answer(answer, example.answer).correct
+        return Score(
+            float(correct), verdicts, parsed.verdict == "well_formed" and answer is not None, answer
+        )

@@ -1,0 +1,108 @@
+"""A task's :class:`~botgrpo.tasks.base.Score` as a TRL token reward function.
+
+The composition is the reward toolkit's (Eq. 8 of arXiv 2610.09804): step verdicts go through
+error propagation and the step decay, are spread uniformly over each step's tokens with the 1/|S|
+factor, clamped to the bound B, and packed with the outcome G and the format bonus into a
+:class:`~botgrpo.rewards.types.TokenReward`. The trainer then forms r_t = w_g G + w_s S_t +
+b_format for BoT, and shows outcome-only methods w_g G + b_format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from botgrpo.rewards.calling import dataset_column, resolve_tokenizer, tokenize_completions
+from botgrpo.rewards.compose import (
+    FormatBonusConfig,
+    StepSignalConfig,
+    clamp_local,
+    propagate_errors,
+    step_values,
+)
+from botgrpo.rewards.spans import TokenizedText, spread_span_scores, token_span_index
+from botgrpo.rewards.types import TokenReward
+from botgrpo.tasks.base import Example, Score, Task
+
+
+@dataclass(frozen=True)
+class TaskRewardConfig:
+    """How a task's step verdicts become token rewards.
+
+    Attributes:
+        steps: error propagation, decay window (in steps) and bound B of the local signal.
+        format_bonus: the format term for well-formed / malformed completions.
+    """
+
+    steps: StepSignalConfig = field(default_factory=StepSignalConfig)
+    format_bonus: FormatBonusConfig = field(default_factory=FormatBonusConfig)
+
+
+def score_to_token_reward(
+    tokens: TokenizedText, score: Score, config: TaskRewardConfig
+) -> TokenReward:
+    """Token reward of one completion from its task score."""
+    spans = np.array([(s.start, s.end) for s in score.steps], dtype=np.int64).reshape(-1, 2)
+    spans = np.minimum(spans, len(tokens.text))
+    raw = [s.verdict for s in score.steps]
+    verdicts = propagate_errors(raw, config.steps.propagation)
+    values = step_values(verdicts, config.steps)
+    local = clamp_local(spread_span_scores(tokens.offsets_T2, spans, values), config.steps.bound)
+    if score.well_formed is None:
+        bonus = 0.0
+    else:
+        bonus = config.format_bonus.bonus("well_formed" if score.well_formed else "malformed")
+    return TokenReward(
+        outcome=float(score.outcome),
+        local=local,
+        format_bonus=bonus,
+        steps=token_span_index(tokens.offsets_T2, spans),
+        info={"raw_verdicts": raw, "verdicts": verdicts, "answer": score.answer},
+    )
+
+
+def make_task_reward(
+    task: Task, tokenizer: Any, config: TaskRewardConfig | None = None
+) -> Callable[..., list[TokenReward]]:
+    """A TRL reward function scoring completions with ``task`` (needs the dataset's ``prompt``,
+    ``answer`` and ``meta`` columns, as built by :func:`botgrpo.tasks.data.task_dataset`).
+
+    >>> import random
+    >>> from botgrpo.tasks.chain import ChainArithmetic
+    >>> from botgrpo.tiny import build_char_tokenizer
+    >>> task, tok = ChainArithmetic(min_steps=2, max_steps=2), build_char_tokenizer()
+    >>> ex = task.sample(random.Random(0))
+    >>> text = task.demonstration(ex)
+    >>> reward = make_task_reward(task, tok)
+    >>> [tr] = reward(prompts=[ex.prompt], completions=[text],
+    ...               completion_ids=[tok(text).input_ids + [tok.eos_token_id]], **{
+    ...               k: [v] for k, v in ex.to_row().items() if k != "prompt"})
+    >>> tr.outcome, tr.format_bonus, tr.info["verdicts"]
+    (1.0, 0.2, [1, 1])
+    """
+    cfg = config or TaskRewardConfig()
+    tok = resolve_tokenizer(tokenizer)
+    name = f"{task.name}_step_reward"
+
+    def reward(
+        prompts: Sequence[Any] | None = None,
+        completions: Sequence[Any] = (),
+        completion_ids: Sequence[Sequence[int]] | None = None,
+        **columns: Any,
+    ) -> list[TokenReward]:
+        tokens = tokenize_completions(tok, completions, completion_ids, name)
+        answers = dataset_column(columns, "answer", len(tokens), name)
+        metas = dataset_column(columns, "meta", len(tokens), name)
+        prompt_list = list(prompts) if prompts is not None else [""] * len(tokens)
+        out = []
+        for t, prompt, answer, meta in zip(tokens, prompt_list, answers, metas, strict=True):
+            example = Example.from_row(prompt, answer, meta)
+            out.append(score_to_token_reward(t, task.score(example, t.text), cfg))
+        return out
+
+    reward.__name__ = reward.__qualname__ = name
+    reward.local_bound = cfg.steps.bound  # type: ignore[attr-defined]
+    return reward

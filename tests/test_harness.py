@@ -1,0 +1,105 @@
+"""The comparison harness end to end at a tiny budget, the warm-start cache, summaries."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from botgrpo.harness.compare import compare
+from botgrpo.harness.config import CompareConfig
+from botgrpo.harness.results import load_records
+from botgrpo.harness.summary import pick_thresholds, speedup_lines
+from botgrpo.harness.warmstart import WarmStartConfig, warm_start
+from botgrpo.tasks import ChainArithmetic
+from botgrpo.tiny import TinyModelSpec
+
+SMALL = TinyModelSpec(hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64, max_positions=64)
+
+
+@pytest.mark.slow
+def test_pipeline_at_a_tiny_budget_with_a_user_task(tmp_path):
+    cfg = CompareConfig(
+        name="tiny",
+        out_dir=str(tmp_path),
+        task="tests.user_task:make_task",
+        methods=("grpo", "bot"),
+        seeds=1,
+        steps=2,
+        eval_every=1,
+        eval_problems=8,
+        pass_samples=2,
+        pass_problems=4,
+        prompts_per_step=2,
+        num_generations=2,
+        max_completion_length=16,
+        warm_start_steps=3,
+        workers=2,
+        progress=False,
+    )
+    summary = compare(cfg)
+    root = tmp_path / "tiny"
+    records = load_records(root / "metrics.jsonl")
+    evals = [r for r in records if r["kind"] == "eval"]
+    assert {(r["method"], r["step"]) for r in evals} == {
+        (m, s) for m in ("grpo", "bot") for s in (0, 1, 2)
+    }
+    assert all("pass@1" in r and "pass@2" in r for r in evals)
+    assert any(r["kind"] == "train" and "bot/frac_zero_signal_groups" in r for r in records)
+    png = (root / "curves.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    text = summary.read_text()
+    assert "| bot |" in text and "| grpo |" in text
+    # a second call resumes: finished runs are skipped, the results are the same
+    done = {p: p.stat().st_mtime for p in root.glob("runs/*/done.json")}
+    compare(cfg)
+    assert {p: p.stat().st_mtime for p in root.glob("runs/*/done.json")} == done
+
+
+def test_warm_start_cache_reuses_and_invalidates(tmp_path):
+    task = ChainArithmetic(min_steps=1, max_steps=2)
+    cfg = WarmStartConfig(steps=2, batch_size=4, model=SMALL)
+    first = warm_start(task, cfg, tmp_path, progress=False)
+    stamp = (first / "model.safetensors").stat().st_mtime_ns
+    assert warm_start(task, cfg, tmp_path, progress=False) == first
+    assert (first / "model.safetensors").stat().st_mtime_ns == stamp  # not retrained
+    changed = WarmStartConfig(steps=3, batch_size=4, model=SMALL)
+    assert warm_start(task, changed, tmp_path, progress=False) != first
+    other_task = ChainArithmetic(min_steps=1, max_steps=3)
+    assert warm_start(other_task, cfg, tmp_path, progress=False) != first
+    meta = json.loads((first / "warm_start.json").read_text())
+    assert meta["config"]["steps"] == 2
+
+
+def test_config_rejects_bad_options():
+    with pytest.raises(ValueError, match="unknown method"):
+        CompareConfig(methods=("grpo", "ppo"))
+    with pytest.raises(ValueError, match="num_generations must be >= 2"):
+        CompareConfig(num_generations=1)
+    with pytest.raises(ValueError, match="learning rates must be > 0"):
+        CompareConfig(lr_sweep=(1e-3, 0.0))
+
+
+def _curves(**runs):
+    """method -> seed -> (steps, values) from lists of values at steps 0, 10, 20, ..."""
+    return {
+        m: {s: (list(range(0, 10 * len(v), 10)), v) for s, v in enumerate(vals)}
+        for m, vals in runs.items()
+    }
+
+
+def test_thresholds_and_speedups_from_curves():
+    curves = _curves(
+        grpo=[[0.1, 0.2, 0.3, 0.5], [0.1, 0.2, 0.4, 0.5]],
+        bot=[[0.1, 0.5, 0.6, 0.7], [0.1, 0.4, 0.7, 0.7]],
+    )
+    # start 0.1, best mean 0.7 -> 0.25/0.5/0.75 of the way: 0.25, 0.4, 0.55
+    assert pick_thresholds(curves, ()) == [0.25, 0.4, 0.55]
+    assert pick_thresholds(curves, (0.3,)) == [0.3]
+    steps = {"grpo": [30, 20], "bot": [10, 10]}
+    # grpo mean 25 / bot mean 10 = 2.5
+    [line, best] = speedup_lines(steps, 0.4, budget=30)
+    assert "grpo / bot = **2.50x**" in line and "[grpo]" in line
+    assert "[best baseline]" in best
+    censored = speedup_lines({"grpo": [None, 20], "bot": [10, 10]}, 0.4, budget=30)
+    assert "1 censored runs (ratio is a bound)" in censored[0]

@@ -191,6 +191,24 @@ def test_zero_signal_single_rollout_and_empty_rows(name):
     assert (adv[rows] == 0).all()
 
 
+@pytest.mark.parametrize("name", ADVANTAGE_ESTIMATORS)
+def test_eps_zero_gives_zeros_not_nan_for_zero_signal_groups(name):
+    # group 0 has identical constant rollouts (std 0); with eps = 0 its advantages are 0, not 0/0
+    rewards = torch.tensor([[1.0, 1.0], [1.0, 1.0], [0.0, 2.0], [1.0, 3.0]])
+    steps = torch.tensor([[0, 0], [0, 0], [0, 1], [0, 1]])
+    adv = run(
+        name,
+        rewards,
+        torch.ones(4, 2),
+        torch.tensor([0, 0, 1, 1]),
+        eps=0.0,
+        **options_for(name, steps),
+    )
+    assert torch.isfinite(adv).all()
+    if name != "pure":
+        assert (adv[:2] == 0).all()
+
+
 def test_bot_equals_grpo_on_per_rollout_constant_rewards():
     for seed in range(10):
         rewards, mask, group, _ = random_batch(seed, per_rollout_constant=True)

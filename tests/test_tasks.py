@@ -22,8 +22,20 @@ def verdicts(task, example, completion):
     return [s.verdict for s in task.score(example, completion).steps]
 
 
-def test_chain_demonstration_is_correct_and_well_formed():
+def test_chain_keyed_layout():
     task = ChainArithmetic()
+    ex = task.sample(random.Random(0))
+    assert ex.prompt.startswith(f"{ex.meta['numbers'][0]} a")
+    demo = task.demonstration(ex)
+    assert demo.splitlines()[0].startswith("a:") and demo.splitlines()[1].startswith("b:")
+    assert verdicts(task, ex, demo) == [1] * len(ex.meta["ops"])
+    # the right arithmetic under the wrong key is a wrong step
+    swapped = demo.replace("b:", "c:", 1)
+    assert verdicts(task, ex, swapped)[1] == -1
+
+
+def test_chain_demonstration_is_correct_and_well_formed():
+    task = ChainArithmetic(keyed=False)
     assert task.demonstration(CHAIN) == "7+5=12\n12-3=9\n9+9=18\nAnswer: 18"
     score = task.score(CHAIN, task.demonstration(CHAIN))
     assert (score.outcome, score.well_formed, verdicts(task, CHAIN, task.demonstration(CHAIN))) == (
@@ -49,7 +61,7 @@ def test_chain_demonstration_is_correct_and_well_formed():
     ],
 )
 def test_chain_step_verdicts(completion, expected, outcome):
-    task = ChainArithmetic()
+    task = ChainArithmetic(keyed=False)
     score = task.score(CHAIN, completion)
     assert [s.verdict for s in score.steps] == expected
     assert score.outcome == outcome
@@ -58,7 +70,7 @@ def test_chain_step_verdicts(completion, expected, outcome):
 
 def test_chain_spans_point_at_the_lines():
     completion = "7+5=12\n12-3=8\n8+9=17\nAnswer: 17"
-    spans = [(s.start, s.end) for s in ChainArithmetic().score(CHAIN, completion).steps]
+    spans = [(s.start, s.end) for s in ChainArithmetic(keyed=False).score(CHAIN, completion).steps]
     assert [completion[a:b] for a, b in spans] == ["7+5=12", "12-3=8", "8+9=17"]
 
 
@@ -94,7 +106,7 @@ def test_columns_pads_the_shorter_addend():
 
 
 def test_task_reward_spreads_verdicts_over_line_tokens():
-    task, tok = ChainArithmetic(), build_char_tokenizer()
+    task, tok = ChainArithmetic(keyed=False), build_char_tokenizer()
     completion = "7+5=12\n12-3=8\n8+9=17\nAnswer: 17"
     ids = [*tok(completion).input_ids, tok.eos_token_id]
     reward = make_task_reward(task, tok)

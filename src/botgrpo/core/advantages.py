@@ -32,7 +32,7 @@ def _bag_advantage(
     length_B, mean_B, var_B = center_rows_(rewards_BT, mask_BT)
     weight_B = length_B if uniform else (length_B > 0).to(length_B.dtype)
     gm = pooled_moments(weight_B, mean_B, var_B, group_B, gather)
-    scale_B = gm.signal_B.to(mean_B.dtype) / (gm.sigma_B + eps)
+    scale_B = torch.where(gm.signal_B, 1.0 / (gm.sigma_B + eps), 0.0)
     offset_B = (mean_B - gm.mu_B) * scale_B
     dtype = rewards_BT.dtype
     return rewards_BT.mul_(scale_B.to(dtype)[:, None]).add_(offset_B.to(dtype)[:, None])
@@ -98,15 +98,15 @@ def grpo(
     """
     check_choice("scale", scale, ("group", "batch", "none"))
     outcome_B, gm = _outcome_moments(rewards_BT, mask_BT, group_B, gather)
-    centred_B = (outcome_B - gm.mu_B) * gm.signal_B.to(outcome_B.dtype)
+    centred_B = torch.where(gm.signal_B, outcome_B - gm.mu_B, 0.0)
     if scale == "group":
-        centred_B = centred_B / (gm.sigma_B + eps)
+        centred_B = torch.where(gm.signal_B, centred_B / (gm.sigma_B + eps), 0.0)
     elif scale == "batch":
         w_N, m_N = gm.rollouts.stats_NK[:, 0], gm.rollouts.stats_NK[:, 1]
         n = w_N.sum().clamp_min(1.0)
         mean = (w_N * m_N).sum() / n
         std = ((w_N * (m_N - mean) ** 2).sum() / n).sqrt()
-        centred_B = centred_B / (std + eps)
+        centred_B = centred_B / (std + eps) if std + eps > 0 else centred_B
     return centred_B[:, None].expand_as(rewards_BT)
 
 

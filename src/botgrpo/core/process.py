@@ -45,7 +45,7 @@ def grpo_process(
     st = collect_steps(rewards_BT, steps)
     count_B, mean_B, var_B = _row_step_moments(st)
     gm = pooled_moments(count_B, mean_B, var_B, group_B, gather)
-    scale_B = gm.signal_B.to(rewards_BT.dtype) / (gm.sigma_B + eps)
+    scale_B = torch.where(gm.signal_B, 1.0 / (gm.sigma_B + eps), 0.0)
     norm_S = (st.reward_S - gm.mu_B[st.row_S]) * scale_B[st.row_S]
     return suffix_sum(st.place(norm_S, rewards_BT.shape))
 

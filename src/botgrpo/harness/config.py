@@ -124,7 +124,7 @@ def add_dataclass_arguments(
         default = (defaults or {}).get(f.name, f.default)
         hint = hints[f.name]
         flag = "--" + f.name.replace("_", "-")
-        help_ = f"{docs.get(f.name, '')} (default: {default})"
+        help_ = f"{docs.get(f.name, '')} (default: {default})".replace("%", "%%")
         if hint is bool:
             parser.add_argument(
                 flag,

@@ -1,16 +1,21 @@
 """Long chain arithmetic: "7+5-3+9-2..." solved one running total per line.
 
-Prompt ``"7+5-3+9-2\n"``; the demonstrated completion writes one step per line and the answer::
+Keyed layout (default): every operation carries a letter key in the prompt and the step that
+applies it starts with that key, so finding the next operand is a content lookup rather than
+counting positions (which a tiny model does poorly)::
 
-    7+5=12
-    12-3=9
-    9+9=18
-    18-2=16
-    Answer: 16
+    prompt:      7 a+5 b-3 c+9 d-2
+    completion:  a:7+5=12
+                 b:12-3=9
+                 c:9+9=18
+                 d:18-2=16
+                 Answer: 16
 
-A step is correct when it continues the chain (its left operand is the previous line's result,
-or the first number for the first line; its operator and right operand are the next ones of the
-prompt) and its arithmetic holds (checked by the reward toolkit's symbolic verifier). Single
+Plain layout (``keyed=False``): prompt ``7+5-3+9-2`` and lines ``7+5=12``, ``12-3=9``, ...
+
+A step is correct when it continues the chain (its key is the next operation's, its left operand
+is the previous line's result, or the first number for the first line; its operator and right
+operand are the next ones of the prompt) and its arithmetic holds (checked by the reward toolkit's symbolic verifier). Single
 steps are easy; errors compound over 8-12 steps, so whole solutions are rarely right at first:
 the regime where process reward should matter most.
 """
@@ -25,7 +30,8 @@ from botgrpo.rewards.steps import parse_steps
 from botgrpo.rewards.symbolic import check_step
 from botgrpo.tasks.base import Example, Score, StepVerdict
 
-_LINE = re.compile(r"^(-?\d+)([+-])(\d+)=(-?\d+)$")
+_LINE = re.compile(r"^(?:([a-z]):)?(-?\d+)([+-])(\d+)=(-?\d+)$")
+_KEYS = "abcdefghijklmnopqrstuvwxyz"
 
 
 @dataclass(frozen=True)
@@ -37,12 +43,14 @@ class ChainArithmetic:
         max_steps: most operations per problem.
         max_operand: operands are drawn from 1..max_operand.
         max_total: the running total stays within 0..max_total.
+        keyed: label each operation with a letter (see the module docstring).
     """
 
     min_steps: int = 8
     max_steps: int = 12
     max_operand: int = 9
     max_total: int = 99
+    keyed: bool = True
     name: str = "chain"
 
     def __post_init__(self) -> None:
@@ -52,6 +60,8 @@ class ChainArithmetic:
             )
         if self.max_operand < 1 or self.max_total < self.max_operand:
             raise ValueError("need 1 <= max_operand <= max_total")
+        if self.keyed and self.max_steps > len(_KEYS):
+            raise ValueError(f"the keyed layout has {len(_KEYS)} keys: max_steps must be <= 26")
 
     def sample(self, rng: random.Random) -> Example:
         """Draw a chain whose running total stays in 0..max_total."""
@@ -65,16 +75,20 @@ class ChainArithmetic:
             total = total + d if op == "+" else total - d
             numbers.append(d)
             ops.append(op)
-        prompt = str(numbers[0]) + "".join(f"{o}{d}" for o, d in zip(ops, numbers[1:], strict=True))
+        pairs = zip(_KEYS, ops, numbers[1:], strict=False)
+        if self.keyed:
+            prompt = f"{numbers[0]} " + " ".join(f"{k}{o}{d}" for k, o, d in pairs)
+        else:
+            prompt = str(numbers[0]) + "".join(f"{o}{d}" for _, o, d in pairs)
         return Example(prompt + "\n", str(total), {"numbers": numbers, "ops": ops})
 
     def demonstration(self, example: Example) -> str:
         """The step-by-step solution."""
         numbers, ops = example.meta["numbers"], example.meta["ops"]
         total, lines = numbers[0], []
-        for op, d in zip(ops, numbers[1:], strict=True):
+        for key, op, d in zip(_KEYS, ops, numbers[1:], strict=False):
             new = total + d if op == "+" else total - d
-            lines.append(f"{total}{op}{d}={new}")
+            lines.append(f"{key}:" * self.keyed + f"{total}{op}{d}={new}")
             total = new
         return "\n".join(lines) + f"\nAnswer: {total}"
 
@@ -84,7 +98,7 @@ class ChainArithmetic:
         parsed = parse_steps(completion, "lines")
         verdicts, previous = [], numbers[0]
         for k, step in enumerate(parsed.steps):
-            verdict, previous = self._step_verdict(step.text, k, numbers, ops, previous)
+            verdict, previous = self._step_verdict(step.text, k, numbers, ops, previous, self.keyed)
             verdicts.append(StepVerdict(step.start, step.end, verdict))
         answer = parsed.final_text
         solved = answer is not None and answer.strip() == example.answer
@@ -94,13 +108,14 @@ class ChainArithmetic:
 
     @staticmethod
     def _step_verdict(
-        text: str, k: int, numbers: list[int], ops: list[str], previous: int | None
+        text: str, k: int, numbers: list[int], ops: list[str], previous: int | None, keyed: bool
     ) -> tuple[int, int | None]:
         """(verdict, the result this line claims) for line k."""
         m = _LINE.match(text.replace(" ", ""))
         if m is None or k >= len(ops):
             return -1, None
-        left, op, right, result = int(m[1]), m[2], int(m[3]), int(m[4])
+        key, left, op, right, result = m[1], int(m[2]), m[3], int(m[4]), int(m[5])
         follows = left == previous and op == ops[k] and right == numbers[k + 1]
+        follows = follows and key == (_KEYS[k] if keyed else None)
         arithmetic = check_step(text).verdict
         return (1 if follows and arithmetic == 1 else -1), result

@@ -1,0 +1,65 @@
+"""The ``botgrpo`` command line.
+
+    botgrpo train --config recipes/arithmetic_tiny_cpu.yaml [--any_config_field VALUE ...]
+    botgrpo compare --task chain --methods grpo bot --seeds 5 [--steps N ...]
+    botgrpo demo [--steps N ...]
+
+Each subcommand owns its parser (``train`` uses TRL's ``TrlParser``); new subcommands register
+in :data:`COMMANDS`. For several processes launch the module, e.g.
+``accelerate launch -m botgrpo.cli train --config recipe.yaml``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+
+
+def _train(argv: Sequence[str]) -> int:
+    from botgrpo.trl.script import train
+
+    train(list(argv))
+    return 0
+
+
+def _compare(argv: Sequence[str]) -> int:
+    from botgrpo.harness.cli import compare_main
+
+    return compare_main(argv)
+
+
+def _demo(argv: Sequence[str]) -> int:
+    from botgrpo.harness.cli import demo_main
+
+    return demo_main(argv)
+
+
+#: Subcommand name -> (one-line help, runner taking the remaining arguments).
+COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
+    "train": ("train with BoTGRPOTrainer from a YAML recipe and/or flags", _train),
+    "compare": ("methods x seeds from one warm start: curves, speedups with intervals", _compare),
+    "demo": ("GRPO vs BoT-GRPO on the built-in task with a tiny offline model", _demo),
+}
+
+
+def _usage() -> str:
+    lines = ["usage: botgrpo <command> [options]", "", "commands:"]
+    lines += [f"  {name:<8} {help_}" for name, (help_, _) in COMMANDS.items()]
+    lines += ["", "botgrpo <command> --help shows a command's options."]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``botgrpo`` console script."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(_usage())
+        return 0
+    if args[0] not in COMMANDS:
+        print(f"botgrpo: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
+        return 2
+    return COMMANDS[args[0]][1](args[1:])
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,121 @@
+"""Token-level rewards for BoT-GRPO (arXiv 2610.09804, Eq. 4).
+
+    r_t = w_g * G + w_s * S_t + b_format
+
+A reward function follows TRL's calling convention,
+``fn(prompts, completions, completion_ids, **dataset_columns)``, and returns one
+:class:`TokenReward` (outcome G, local signal S_t per completion token, format bonus, step
+index per token, diagnostics) per completion. Two recipes are built in:
+
+- :func:`make_math_step_reward`: math solutions in ``<step i>`` tags, final answer checked with
+  math-verify, each step judged (+1/0/-1) by the symbolic verifier or an LLM judge (Eq. 8);
+- :func:`make_python_code_reward`: Python code scored by compile, pyflakes and sandboxed unit
+  tests, with line penalties decayed over neighbouring lines (Eqs. 6-7).
+
+The building blocks (span -> token mapping, step parsing, composition rules) are public so
+that new recipes reuse them; :func:`validate_token_rewards` checks any reward function's output.
+The sandbox (:mod:`botgrpo.rewards.sandbox`) and the LLM judges (:mod:`botgrpo.rewards.judges`)
+are imported from their own modules.
+"""
+
+from botgrpo.rewards.answers import AnswerCheck, AnswerConfig, check_answer
+from botgrpo.rewards.calling import message_text
+from botgrpo.rewards.code_blocks import CodeBlock, extract_code_block
+from botgrpo.rewards.compose import (
+    FormatBonusConfig,
+    LineSignalConfig,
+    RewardWeights,
+    StepSignalConfig,
+    check_dominance,
+    clamp_local,
+    decay,
+    line_values,
+    propagate_errors,
+    step_values,
+)
+from botgrpo.rewards.configs import config_from_mapping
+from botgrpo.rewards.math_recipe import MathRewardConfig, make_math_step_reward
+from botgrpo.rewards.python_diagnostics import (
+    Diagnostic,
+    PythonAnalysis,
+    SeverityWeights,
+    analyse_python,
+    lint_python,
+    pyflakes_severity,
+    syntax_error,
+)
+from botgrpo.rewards.python_recipe import (
+    CodeJudgement,
+    PythonRewardConfig,
+    TestOutcome,
+    make_python_code_reward,
+)
+from botgrpo.rewards.spans import (
+    TokenizedText,
+    line_spans,
+    offsets_from_ids,
+    offsets_from_text,
+    spread_span_scores,
+    token_span_index,
+    validate_spans,
+)
+from botgrpo.rewards.steps import ParsedSolution, Step, parse_steps
+from botgrpo.rewards.symbolic import (
+    StepCheck,
+    SymbolicConfig,
+    SymbolicStepVerifier,
+    check_step,
+    evaluate_arithmetic,
+)
+from botgrpo.rewards.types import TokenReward
+from botgrpo.rewards.validate import validate_token_rewards
+
+__all__ = [
+    "AnswerCheck",
+    "AnswerConfig",
+    "CodeBlock",
+    "CodeJudgement",
+    "Diagnostic",
+    "FormatBonusConfig",
+    "LineSignalConfig",
+    "MathRewardConfig",
+    "ParsedSolution",
+    "PythonAnalysis",
+    "PythonRewardConfig",
+    "RewardWeights",
+    "SeverityWeights",
+    "Step",
+    "StepCheck",
+    "StepSignalConfig",
+    "SymbolicConfig",
+    "SymbolicStepVerifier",
+    "TestOutcome",
+    "TokenReward",
+    "TokenizedText",
+    "analyse_python",
+    "check_answer",
+    "check_dominance",
+    "check_step",
+    "clamp_local",
+    "config_from_mapping",
+    "decay",
+    "evaluate_arithmetic",
+    "extract_code_block",
+    "line_spans",
+    "line_values",
+    "lint_python",
+    "make_math_step_reward",
+    "make_python_code_reward",
+    "message_text",
+    "offsets_from_ids",
+    "offsets_from_text",
+    "parse_steps",
+    "propagate_errors",
+    "pyflakes_severity",
+    "spread_span_scores",
+    "step_values",
+    "syntax_error",
+    "token_span_index",
+    "validate_spans",
+    "validate_token_rewards",
+]

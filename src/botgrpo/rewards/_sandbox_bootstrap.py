@@ -1,0 +1,317 @@
+"""Runs inside the sandbox: executes ``solution.py``, or runs test cases against it.
+
+The sandbox starts the interpreter as ``python -s -B -c <this file's source> MODE [--block-network]``
+in a working directory that holds ``solution.py``. Two modes:
+
+- ``script``: run ``solution.py`` as ``__main__``, like ``python solution.py``, except that
+  tracebacks name the file ``solution.py`` (relative), so line numbers map straight back to the
+  candidate code.
+- ``tests``: read a job (JSON) from stdin, then replace stdin with ``/dev/null``; import
+  ``solution.py`` as the module ``solution``; run every test case in its own
+  ``with __botgrpo_case__(i):`` block and report each outcome as one line, prefixed by the job's
+  nonce, on the job's report file descriptor (not stdout, which the candidate controls).
+
+:func:`plan_test_program` is also imported by :mod:`botgrpo.rewards.sandbox` to count the test
+cases exactly as this harness will number them. Only the standard library may be used here,
+and only ``os``, ``sys`` and ``types`` are imported up front: a plain script run should not pay
+for importing ``ast``, ``json`` and ``traceback`` at every start.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import ast
+
+SOLUTION_FILE = "solution.py"
+"""Name of the candidate's file in the sandbox's working directory (and in its tracebacks)."""
+TESTS_FILE = "tests.py"
+"""File name given to a test program in tracebacks (the test source is never written to disk)."""
+CASE_HOOK = "__botgrpo_case__"
+"""Name of the context manager that wraps each test case in the rewritten test program."""
+
+_BOOT_FILE = sys._getframe().f_code.co_filename
+_MAX_TEXT = 4000
+
+
+# ---------------------------------------------------------------------------------------------
+# Test programs
+
+
+def plan_test_program(source: str) -> tuple[ast.Module, list[int], int]:
+    """Rewrite a test program so that every test case runs, and reports, on its own.
+
+    A test case is a top-level statement that contains an ``assert`` (a bare assert, or a loop
+    or ``if`` holding asserts), either at module level or in the body of a top-level
+    ``def check(candidate)`` (the HumanEval layout). Other statements (imports, constants,
+    helper definitions) run as they are. A body with no assert at all (a ``check`` that raises
+    on failure, or a test script without ``check``) counts as one test case. Cases are numbered
+    module level first, then ``check``'s body, in source order.
+
+    Returns the rewritten module, the first source line of each case, and how many of the
+    cases sit at module level.
+
+    >>> tree, lines, n_module = plan_test_program(
+    ...     "def check(candidate):\\n    assert candidate(1) == 2\\n    assert candidate(2) == 3\\n"
+    ... )
+    >>> lines, n_module
+    ([2, 3], 0)
+    """
+    import ast
+
+    tree = ast.parse(source, TESTS_FILE)
+    check = find_check(tree)
+    case_lines: list[int] = []
+    tree.body = _wrap_cases(tree.body, case_lines, whole_if_none=check is None)
+    n_module = len(case_lines)
+    if check is not None:
+        check.body = _wrap_cases(check.body, case_lines, whole_if_none=True)
+    ast.fix_missing_locations(tree)
+    return tree, case_lines, n_module
+
+
+def find_check(tree: ast.Module) -> ast.FunctionDef | None:
+    """The last top-level ``def check(...)`` of a test program, or None."""
+    import ast
+
+    checks = [s for s in tree.body if isinstance(s, ast.FunctionDef) and s.name == "check"]
+    return checks[-1] if checks else None
+
+
+def _is_definition(stmt: ast.stmt) -> bool:
+    import ast
+
+    return isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+
+
+def _is_case(stmt: ast.stmt) -> bool:
+    import ast
+
+    return not _is_definition(stmt) and any(isinstance(n, ast.Assert) for n in ast.walk(stmt))
+
+
+def _is_future_import(stmt: ast.stmt) -> bool:
+    import ast
+
+    return isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
+
+
+def _wrap_cases(body: list[ast.stmt], case_lines: list[int], whole_if_none: bool) -> list[ast.stmt]:
+    if any(_is_case(stmt) for stmt in body):
+        return [_case_block([s], case_lines) if _is_case(s) else s for s in body]
+    head = [s for s in body if _is_future_import(s)]
+    rest = [s for s in body if not _is_future_import(s)]
+    if not whole_if_none or all(_is_definition(s) for s in rest):
+        return body
+    return [*head, _case_block(rest, case_lines)]
+
+
+def _case_block(stmts: list[ast.stmt], case_lines: list[int]) -> ast.With:
+    import ast
+
+    index = len(case_lines)
+    case_lines.append(stmts[0].lineno)
+    hook = ast.Call(ast.Name(CASE_HOOK, ast.Load()), [ast.Constant(index)], [])
+    block = ast.With(items=[ast.withitem(context_expr=hook)], body=stmts)
+    return ast.copy_location(block, stmts[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# Errors
+
+
+def _strip_boot_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
+    while tb is not None and tb.tb_frame.f_code.co_filename == _BOOT_FILE:
+        tb = tb.tb_next
+    return tb
+
+
+def _format_exception(exc: BaseException) -> str:
+    """The traceback as Python prints it, without this harness's own leading frames."""
+    import traceback
+
+    tb = _strip_boot_frames(exc.__traceback__)
+    try:
+        return "".join(traceback.format_exception(type(exc), exc, tb))
+    except Exception:  # a hostile __str__ or __repr__
+        return f"{type(exc).__name__}: <unprintable exception>\n"
+
+
+def _solution_lines(exc: BaseException) -> list[int]:
+    """Line numbers in solution.py on the exception's traceback, outermost first."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    lines = [f.lineno for f in frames if f.filename == SOLUTION_FILE and f.lineno]
+    if isinstance(exc, SyntaxError) and exc.filename == SOLUTION_FILE and exc.lineno:
+        lines.append(exc.lineno)
+    return lines
+
+
+def _describe(exc: BaseException) -> dict[str, object]:
+    text = _format_exception(exc)
+    last = text.strip().splitlines()[-1] if text.strip() else type(exc).__name__
+    return {
+        "error": last[:_MAX_TEXT],
+        "traceback": text[-_MAX_TEXT:],
+        "solution_lines": _solution_lines(exc),
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Running
+
+
+def _load_solution(module_name: str) -> types.ModuleType:
+    """Execute solution.py as a fresh module registered under ``module_name``."""
+    with open(SOLUTION_FILE, encoding="utf-8") as handle:
+        source = handle.read()
+    module = types.ModuleType(module_name)
+    module.__file__ = SOLUTION_FILE
+    sys.modules[module_name] = module
+    exec(compile(source, SOLUTION_FILE, "exec"), module.__dict__)
+    return module
+
+
+def _run_script() -> int:
+    sys.argv = [SOLUTION_FILE]
+    try:
+        _load_solution("__main__")
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        sys.stdout.flush()
+        sys.stderr.write(_format_exception(exc))
+        return 1
+    return 0
+
+
+class _Reporter:
+    """Writes nonce-prefixed JSON lines to the report file descriptor."""
+
+    def __init__(self, fd: int, nonce: str) -> None:
+        self.fd = fd
+        self.nonce = nonce
+        self.seen: set[int] = set()
+
+    def emit(self, record: dict[str, object]) -> None:
+        import json
+
+        line = f"{self.nonce} {json.dumps(record)}\n".encode()
+        while line:
+            line = line[os.write(self.fd, line) :]
+
+    def case(self, index: int) -> _Case:
+        return _Case(self, index)
+
+
+class _Case:
+    """Context manager around one test case: reports pass/fail and swallows the failure."""
+
+    def __init__(self, reporter: _Reporter, index: int) -> None:
+        self.reporter = reporter
+        self.index = index
+
+    def __enter__(self) -> None:
+        self.reporter.seen.add(self.index)
+
+    def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> bool:
+        record: dict[str, object] = {"case": self.index, "passed": exc is None}
+        if exc is not None:
+            record.update(_describe(exc))
+        self.reporter.emit(record)
+        return True
+
+
+def _read_job() -> dict:
+    import json
+
+    job = json.loads(sys.stdin.buffer.read())
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    return job
+
+
+def _run_tests(job: dict) -> int:
+    reporter = _Reporter(job["report_fd"], job["nonce"])
+    try:
+        module = _load_solution("solution")
+    except BaseException as exc:
+        reporter.emit({"load_error": _describe(exc)})
+        return 1
+    namespace = dict(vars(module), __name__="__tests__")
+    namespace[CASE_HOOK] = reporter.case
+    if job.get("entry_point"):
+        candidate = getattr(module, job["entry_point"], None)
+        if not callable(candidate):
+            message = f"solution.py does not define a function named {job['entry_point']!r}"
+            reporter.emit({"load_error": {"error": message, "traceback": "", "solution_lines": []}})
+            return 1
+        namespace["candidate"] = candidate
+    if "snippets" in job:
+        _run_snippets(job["snippets"], namespace, reporter)
+    else:
+        _run_program(job["tests"], namespace, reporter)
+    reporter.emit({"done": True})
+    return 0
+
+
+def _remember_source(filename: str, source: str) -> None:
+    """Let tracebacks quote lines of a test file that exists only in memory."""
+    import linecache
+
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+
+def _run_snippets(snippets: list[str], namespace: dict, reporter: _Reporter) -> None:
+    for index, snippet in enumerate(snippets):
+        filename = f"test_{index}.py"
+        _remember_source(filename, snippet)
+        with reporter.case(index):
+            exec(compile(snippet, filename, "exec"), namespace)
+
+
+def _run_program(source: str, namespace: dict, reporter: _Reporter) -> None:
+    """Run the rewritten test program, then ``check(candidate)`` unless it already ran."""
+    _remember_source(TESTS_FILE, source)
+    tree, case_lines, n_module = plan_test_program(source)
+    try:
+        exec(compile(tree, TESTS_FILE, "exec"), namespace)
+        check_ran = any(i in reporter.seen for i in range(n_module, len(case_lines)))
+        if find_check(tree) is not None and not check_ran:
+            namespace["check"](namespace.get("candidate"))
+    except BaseException as exc:
+        reporter.emit({"setup_error": _describe(exc)})
+
+
+def _block_network() -> None:
+    """Refuse to create any socket but AF_UNIX (an audit hook; used when no network namespace)."""
+    import socket
+
+    def hook(event: str, args: tuple) -> None:
+        if event == "socket.__new__" and args[1] != socket.AF_UNIX:
+            raise PermissionError("network access is disabled in this sandbox")
+
+    sys.addaudithook(hook)
+
+
+def main(args: list[str]) -> int:
+    """Entry point inside the sandbox; ``args`` are the interpreter's arguments after ``-c``."""
+    if "--block-network" in args:
+        _block_network()
+        args = [a for a in args if a != "--block-network"]
+    if args and args[0] == "script":
+        return _run_script()
+    if args and args[0] == "tests":
+        return _run_tests(_read_job())
+    sys.stderr.write(f"sandbox bootstrap: unknown mode {args!r}\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,229 @@
+"""``BoTGRPOConfig``: TRL's ``GRPOConfig`` plus the token-reward and method options.
+
+Every option below carries its documentation in its field's ``help`` (shown by ``botgrpo train
+--help`` and appended to the class docstring), written once. The knobs a preset sets default to
+``None`` ("let the preset decide"); see :mod:`botgrpo.trl.presets`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import warnings
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from trl import GRPOConfig
+
+from botgrpo.core import ADVANTAGE_ESTIMATORS, get_advantage_estimator
+from botgrpo.trl.presets import PRESET_KNOBS, get_preset, resolve_preset
+
+
+@dataclass
+class BoTGRPOConfig(GRPOConfig):
+    """Configuration of :class:`~botgrpo.trl.BoTGRPOTrainer` (a ``trl.GRPOConfig``).
+
+    All of TRL's GRPO options keep their meaning. Added or changed options:
+    """
+
+    _VALID_DICT_FIELDS: ClassVar[list[str]] = [*GRPOConfig._VALID_DICT_FIELDS, "advantage_options"]
+
+    # ---- method ------------------------------------------------------------------------------
+    preset: str | None = field(
+        default="bot",
+        metadata={
+            "help": "Method preset: one of grpo, dr_grpo, dapo, gspo, pure, bot, bot_uniform. It sets the "
+            "advantage estimator and TRL's loss_type, epsilon, epsilon_high, "
+            "importance_sampling_level, beta, scale_rewards and dynamic_sampling the way the method's "
+            "paper does (table: docs/trainer/presets.md). Options set explicitly win over the preset "
+            "(with a warning). None: no preset, TRL's own defaults and the bot estimator."
+        },
+    )
+    advantage_estimator: str | None = field(
+        default=None,
+        metadata={
+            "help": "Core advantage estimator turning token rewards [B, T] into advantages [B, T]: one of "
+            f"{', '.join(ADVANTAGE_ESTIMATORS)}. None: the preset's."
+        },
+    )
+    advantage_options: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={
+            "help": "Extra keyword options of the estimator, e.g. {'form': 'strict'} for pure. The grpo "
+            "estimator's `scale` comes from scale_rewards unless given here."
+        },
+    )
+    advantage_eps: float = field(
+        default=1e-6,
+        metadata={
+            "help": "eps in A = (r - mu) / (sigma + eps) of the normalised estimators (>= 0)."
+        },
+    )
+
+    # ---- token rewards (BoT-GRPO Eq. 4: r_t = w_g * G + w_s * S_t + b_format) -------------------
+    w_g: float = field(
+        default=3.0,
+        metadata={
+            "help": "Weight of the global outcome G. Scalar rewards (TRL's ordinary reward functions) are "
+            "outcomes too: a scalar s enters as w_g * s. Paper value 3.0."
+        },
+    )
+    w_s: float = field(
+        default=0.5,
+        metadata={
+            "help": "Weight of the bounded local signal S_t of token rewards. Paper value 0.5 (robust for "
+            "0.1, 0.5, 1.0). The paper's rule: the global term must dominate, w_g >> w_s * local_bound."
+        },
+    )
+    local_bound: float = field(
+        default=1.0,
+        metadata={
+            "help": "Bound B on |S_t|: a token reward whose local signal exceeds it is an error naming the "
+            "reward function and completion. Use inf to disable the check."
+        },
+    )
+
+    # ---- dynamic sampling (DAPO) ---------------------------------------------------------------
+    dynamic_sampling: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Drop groups that carry no signal (all advantages 0: for outcome estimators, all outcomes "
+            "equal) and refill the batch with groups from freshly generated prompts (DAPO). Each "
+            "process must hold whole groups. None: the preset's (on for dapo)."
+        },
+    )
+    dynamic_sampling_max_rounds: int = field(
+        default=3,
+        metadata={
+            "help": "Most generation rounds per batch under dynamic sampling (the first included). If the "
+            "batch is still short, the remaining places keep zero-signal groups (advantage 0) and "
+            "the shortfall is logged as bot/dynamic_sampling/padded_groups."
+        },
+    )
+
+    # ---- TRL knobs set by presets (None = the preset's value) ----------------------------------
+    loss_type: str | None = field(
+        default=None,
+        metadata={
+            "help": "TRL loss aggregation: grpo (seq-mean-token-mean, BoT-GRPO Eq. 3), dapo (token-mean), "
+            "dr_grpo (constant normaliser), bnpo, cispo, sapo, luspo, vespo. None: the preset's."
+        },
+    )
+    epsilon: float | None = field(
+        default=None, metadata={"help": "Lower clip range of the ratio. None: the preset's."}
+    )
+    epsilon_high: float | None = field(
+        default=None,
+        metadata={
+            "help": "Upper clip range of the ratio (None: the preset's; presets without clip-higher use "
+            "epsilon)."
+        },
+    )
+    importance_sampling_level: str | None = field(
+        default=None,
+        metadata={"help": "Ratio level: token (GRPO) or sequence (GSPO). None: the preset's."},
+    )
+    beta: float | None = field(
+        default=None,
+        metadata={
+            "help": "KL coefficient to the reference model (0: no reference). None: the preset's."
+        },
+    )
+    scale_rewards: str | None = field(
+        default=None,
+        metadata={
+            "help": "Std used by the grpo estimator: group, batch or none (True/False mean group/none). "
+            "None: the preset's."
+        },
+    )
+
+    def __post_init__(self) -> None:
+        if isinstance(self.scale_rewards, bool):
+            self.scale_rewards = "group" if self.scale_rewards else "none"
+        if self.preset is not None and str(self.preset).lower() == "none":
+            self.preset = None
+        given = {knob: getattr(self, knob) for knob in PRESET_KNOBS}
+        for knob, value in resolve_preset(self.preset, given).items():
+            setattr(self, knob, value)
+        if isinstance(self.advantage_options, str):
+            self.advantage_options = _parse_mapping("advantage_options", self.advantage_options)
+        self._validate()
+        super().__post_init__()
+
+    def _validate(self) -> None:
+        estimator = get_advantage_estimator(self.advantage_estimator)
+        options = self.advantage_options or {}
+        if not isinstance(options, dict):
+            raise ValueError(f"advantage_options must be a mapping, got {options!r}")
+        unknown = sorted(set(options) - set(getattr(estimator, "options", ())))
+        if unknown:
+            raise ValueError(
+                f"advantage_options {unknown} are not options of estimator "
+                f"{self.advantage_estimator!r}; it accepts: "
+                f"{', '.join(getattr(estimator, 'options', ())) or 'none'}"
+            )
+        _check_number("w_g", self.w_g, positive=True)
+        _check_number("w_s", self.w_s, positive=False)
+        _check_number("advantage_eps", self.advantage_eps, positive=False)
+        if not (self.local_bound > 0):
+            raise ValueError(f"local_bound must be > 0 (inf disables), got {self.local_bound}")
+        if self.w_s * self.local_bound >= self.w_g and self.w_s > 0:
+            warnings.warn(
+                f"w_s * local_bound = {self.w_s * self.local_bound:g} >= w_g = {self.w_g:g}: the "
+                "BoT-GRPO paper requires the global term to dominate (w_g >> w_s * B); noisy "
+                "local signals then stall training",
+                UserWarning,
+                stacklevel=3,
+            )
+        if self.dynamic_sampling_max_rounds < 1:
+            raise ValueError(
+                f"dynamic_sampling_max_rounds must be >= 1, got {self.dynamic_sampling_max_rounds}"
+            )
+        if self.multi_objective_aggregation != "sum_then_normalize":
+            raise ValueError(
+                "BoTGRPOConfig supports multi_objective_aggregation='sum_then_normalize' only: "
+                "token rewards of all reward functions are summed (with reward_weights) before "
+                "the advantage estimator normalises them"
+            )
+
+    @property
+    def preset_row(self):
+        """The :class:`~botgrpo.trl.presets.Preset` in use, or None without a preset."""
+        return None if self.preset is None else get_preset(self.preset)
+
+
+def _parse_mapping(name: str, text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(
+            f'{name} must be a JSON object, e.g. \'{{"form": "strict"}}\': {err}'
+        ) from err
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object, got {text!r}")
+    return value
+
+
+def _check_number(name: str, value: float, *, positive: bool) -> None:
+    ok = isinstance(value, int | float) and math.isfinite(value)
+    ok = ok and (value > 0 if positive else value >= 0)
+    if not ok:
+        raise ValueError(
+            f"{name} must be a finite number {'> 0' if positive else '>= 0'}, got {value!r}"
+        )
+
+
+def _document_options(cls: type) -> None:
+    own = {"preset", "advantage_estimator", "advantage_options", "advantage_eps", "w_g", "w_s"}
+    own |= {"local_bound", "dynamic_sampling", "dynamic_sampling_max_rounds", *PRESET_KNOBS}
+    lines = [
+        f"        {f.name}: {f.metadata['help']}"
+        for f in fields(cls)
+        if f.name in own and "help" in f.metadata
+    ]
+    cls.__doc__ = (cls.__doc__ or "") + "\n" + "\n".join(lines) + "\n"
+
+
+_document_options(BoTGRPOConfig)
+
+__all__ = ["BoTGRPOConfig"]

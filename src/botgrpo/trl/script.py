@@ -1,0 +1,201 @@
+"""``botgrpo train``: one training run from a YAML recipe and/or flags (TRL's conventions).
+
+The parser is TRL's ``TrlParser`` over three dataclasses, so every field of
+:class:`TrainScriptArguments`, :class:`~botgrpo.trl.BoTGRPOConfig` (all of ``GRPOConfig``) and
+``trl.ModelConfig`` is settable from the YAML file (``--config recipe.yaml``) and from flags
+(``--w_s 0.5``); flags win over the file.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
+
+from botgrpo.trl.config import BoTGRPOConfig
+
+TINY_PREFIX = "tiny:"
+
+#: Reward functions known by name; ``name()`` entries are factories called with the tokenizer.
+BUILTIN_REWARDS: dict[str, str] = {
+    "arithmetic_outcome": "botgrpo.trl.arithmetic:arithmetic_outcome",
+    "arithmetic_token_reward": "botgrpo.trl.arithmetic:make_arithmetic_token_reward()",
+    "math_step_reward": "botgrpo.rewards.math_recipe:make_math_step_reward()",
+    "accuracy_reward": "trl.rewards:accuracy_reward",
+    "think_format_reward": "trl.rewards:think_format_reward",
+}
+
+
+@dataclass
+class TrainScriptArguments(ScriptArguments):
+    """What to train on: the data and the reward functions (besides TRL's ScriptArguments)."""
+
+    task: str | None = field(
+        default=None,
+        metadata={
+            "help": "A built-in procedural task instead of dataset_name: 'arithmetic' (prompts "
+            "'a+b=', answer column; for CPU smoke runs with the tiny model)."
+        },
+    )
+    task_size: int = field(
+        default=512, metadata={"help": "Number of prompts of the built-in task."}
+    )
+    prompt_column: str = field(
+        default="prompt", metadata={"help": "Dataset column holding the problem text."}
+    )
+    answer_column: str | None = field(
+        default=None,
+        metadata={"help": "Dataset column holding the reference answer, renamed to 'answer'."},
+    )
+    prompt_template: str | None = field(
+        default=None,
+        metadata={
+            "help": "Python format string building each prompt from the row's columns, e.g. "
+            "'Solve step by step in <step i> tags, answer in <final> tags.\\n{Question}'. None: "
+            "the prompt column as is."
+        },
+    )
+    eval_fraction: float | None = field(
+        default=None,
+        metadata={
+            "help": "Hold out this fraction of the training split for evaluation (seeded by "
+            "`seed`), e.g. 0.2 for the paper's 80/20 AIME split."
+        },
+    )
+    reward_funcs: list[str] = field(
+        default_factory=lambda: ["arithmetic_token_reward"],
+        metadata={
+            "help": "Reward functions: built-in names ("
+            + ", ".join(BUILTIN_REWARDS)
+            + ") or import paths 'pkg.module:function'. A trailing '()' marks a factory, called "
+            "with tokenizer=<the policy's tokenizer> when it takes one, plus the keyword "
+            "arguments in reward_func_kwargs[entry]."
+        },
+    )
+    reward_func_kwargs: dict[str, Any] | str | None = field(
+        default=None,
+        metadata={"help": "Keyword arguments of factory entries, keyed by the entry (JSON/YAML)."},
+    )
+
+
+def make_train_parser(prog: str = "botgrpo train") -> TrlParser:
+    """The ``botgrpo train`` parser: TrainScriptArguments, BoTGRPOConfig and TRL's ModelConfig."""
+    return TrlParser((TrainScriptArguments, BoTGRPOConfig, ModelConfig), prog=prog)
+
+
+def resolve_model_path(name_or_path: str | None) -> str:
+    """The model to load; ``tiny:DIR`` builds the tiny offline model in DIR if it is not there."""
+    if not name_or_path:
+        raise ValueError("set model_name_or_path (a hub id, a local directory or tiny:DIR)")
+    if not name_or_path.startswith(TINY_PREFIX):
+        return name_or_path
+    from botgrpo.tiny import build_tiny_model
+
+    path = Path(name_or_path[len(TINY_PREFIX) :] or "tiny-model")
+    if not (path / "config.json").exists():
+        build_tiny_model(path)
+    return str(path)
+
+
+def load_reward_funcs(
+    entries: Sequence[str], tokenizer: Any, kwargs_by_entry: dict[str, Any] | str | None = None
+) -> list[Callable]:
+    """Resolve ``reward_funcs`` entries (built-in names or 'module:attr', '()' = factory)."""
+    if isinstance(kwargs_by_entry, str):
+        import json
+
+        kwargs_by_entry = json.loads(kwargs_by_entry)
+    kwargs_by_entry = kwargs_by_entry or {}
+    unknown = set(kwargs_by_entry) - set(entries)
+    if unknown:
+        raise ValueError(f"reward_func_kwargs names entries not in reward_funcs: {sorted(unknown)}")
+    return [_load_one(entry, tokenizer, kwargs_by_entry.get(entry, {})) for entry in entries]
+
+
+def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
+    spec = BUILTIN_REWARDS.get(entry, entry)
+    is_factory = spec.endswith("()")
+    spec = spec.removesuffix("()")
+    if ":" not in spec:
+        raise ValueError(
+            f"unknown reward function {entry!r}: use one of {', '.join(BUILTIN_REWARDS)} or an "
+            "import path 'package.module:function' (add '()' for a factory)"
+        )
+    module_name, attr = spec.split(":", 1)
+    obj = getattr(importlib.import_module(module_name), attr)
+    if not is_factory:
+        if kwargs:
+            raise ValueError(f"reward_func_kwargs given for {entry!r}, which is not a factory '()'")
+        return obj
+    if "tokenizer" in inspect.signature(obj).parameters:
+        kwargs = {"tokenizer": tokenizer, **kwargs}
+    return obj(**kwargs)
+
+
+def load_datasets(args: TrainScriptArguments, seed: int):
+    """(train, eval or None) datasets with a 'prompt' column (and 'answer' if mapped)."""
+    if args.task is not None:
+        if args.task != "arithmetic":
+            raise ValueError(f"unknown task {args.task!r}; built-in tasks: arithmetic")
+        from botgrpo.trl.arithmetic import make_arithmetic_dataset
+
+        train = make_arithmetic_dataset(args.task_size, seed=seed)
+    elif args.dataset_name:
+        from datasets import load_dataset
+
+        train = load_dataset(args.dataset_name, args.dataset_config, split=args.dataset_train_split)
+        train = _to_prompts(train, args)
+    else:
+        raise ValueError("set task (e.g. arithmetic) or dataset_name")
+    if args.eval_fraction:
+        split = train.train_test_split(test_size=args.eval_fraction, seed=seed)
+        return split["train"], split["test"]
+    return train, None
+
+
+def _to_prompts(dataset, args: TrainScriptArguments):
+    if args.prompt_template is not None:
+        dataset = dataset.map(lambda row: {"prompt": args.prompt_template.format(**row)})
+    elif args.prompt_column != "prompt":
+        dataset = dataset.rename_column(args.prompt_column, "prompt")
+    if args.answer_column and args.answer_column != "answer":
+        dataset = dataset.map(lambda row: {"answer": str(row[args.answer_column])})
+    return dataset
+
+
+def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
+    """Parse ``argv`` (TRL conventions), train, save the model; returns the resolved config."""
+    from transformers import AutoTokenizer
+
+    from botgrpo.trl.trainer import BoTGRPOTrainer
+
+    script_args, config, model_args = make_train_parser().parse_args_and_config(argv)
+    model_path = resolve_model_path(model_args.model_name_or_path)
+    init_kwargs = {"revision": model_args.model_revision, "dtype": model_args.dtype}
+    if model_args.attn_implementation is not None:
+        init_kwargs["attn_implementation"] = model_args.attn_implementation
+    config.model_init_kwargs = {**init_kwargs, **(config.model_init_kwargs or {})}
+    tokenizer = AutoTokenizer.from_pretrained(
+        model_path, revision=model_args.model_revision, padding_side="left"
+    )
+    train_set, eval_set = load_datasets(script_args, config.seed)
+    reward_funcs = load_reward_funcs(
+        script_args.reward_funcs, tokenizer, script_args.reward_func_kwargs
+    )
+    trainer = BoTGRPOTrainer(
+        model=model_path,
+        reward_funcs=reward_funcs,
+        args=config,
+        train_dataset=train_set,
+        eval_dataset=eval_set if config.eval_strategy != "no" else None,
+        processing_class=tokenizer,
+        peft_config=get_peft_config(model_args),
+    )
+    trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+    trainer.save_model(config.output_dir)
+    return config

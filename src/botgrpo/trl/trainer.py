@@ -1,0 +1,253 @@
+"""``BoTGRPOTrainer``: TRL's ``GRPOTrainer`` with token-level advantages.
+
+How it departs from ``trl.GRPOTrainer`` (everything else, generation with vLLM included, is
+TRL's own code path):
+
+1. Reward functions are wrapped (:mod:`botgrpo.trl.reward_adapter`): token reward functions
+   (``TokenReward`` or per-token floats) mix with scalar ones; TRL sees each entry's outcome part
+   and the token parts are kept for step 3. Scalars count as outcomes (``w_g * s``).
+2. TRL's ``_generate_and_score_completions`` runs unchanged (generation, reference log-probs,
+   TRL's own per-sequence advantages, logging).
+3. Its per-sequence advantages are then replaced by the core estimator's [B, T] advantages on
+   the token rewards (:mod:`botgrpo.trl.token_batch`), with group statistics gathered across
+   processes, so a group split over processes gets the single-process advantages. TRL's loss
+   takes [B, T] advantages as they are.
+4. Optional DAPO dynamic sampling (:mod:`botgrpo.trl.dynamic_sampling`).
+5. Extra metrics ``bot/*`` (:mod:`botgrpo.trl.metrics`) go through TRL's ``report_to``.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from typing import Any, ClassVar
+
+import torch
+from torch import Tensor
+from trl import GRPOConfig, GRPOTrainer
+
+from botgrpo.core import get_advantage_estimator
+from botgrpo.trl import dynamic_sampling as ds
+from botgrpo.trl.config import BoTGRPOConfig
+from botgrpo.trl.metrics import gathered_step_metrics
+from botgrpo.trl.reward_adapter import RewardAdapter, RewardBatch, adapt_reward_funcs
+from botgrpo.trl.token_batch import TokenBatch, build_token_batch, group_ids, token_advantages
+
+
+class BoTGRPOTrainer(GRPOTrainer):
+    """Drop-in replacement of ``trl.GRPOTrainer`` that trains on token-level advantages.
+
+    Takes exactly ``GRPOTrainer``'s arguments; ``args`` must be a :class:`BoTGRPOConfig`
+    (default: ``BoTGRPOConfig(preset="bot")``). ``reward_funcs`` may mix TRL's scalar reward
+    functions and reward models with token reward functions returning, per completion, a
+    :class:`~botgrpo.rewards.types.TokenReward`, a list of per-token floats, a float or None.
+
+    Attributes (besides GRPOTrainer's):
+        last_token_batch: the :class:`~botgrpo.trl.token_batch.TokenBatch` (outcome, token parts,
+            steps, bag mask) of the last scored round on this process, for inspection.
+        reward_batch: the token parts recorded by the reward adapters for the current batch.
+
+    Example::
+
+        trainer = BoTGRPOTrainer(
+            model="Qwen/Qwen2.5-3B-Instruct",
+            reward_funcs=[step_reward, accuracy_reward],
+            args=BoTGRPOConfig(output_dir="runs/bot", preset="bot", w_g=3.0, w_s=0.5),
+            train_dataset=dataset,
+        )
+        trainer.train()
+    """
+
+    _tag_names: ClassVar[list[str]] = ["trl", "grpo", "botgrpo"]
+    _name = "BoT-GRPO"
+    _paper: ClassVar[dict[str, str]] = {
+        "title": "BoT-GRPO: Efficient Process-Reward RL for Reasoning via Bag-of-Token Aggregation",
+        "id": "2610.09804",
+        "citation": textwrap.dedent("""\
+            @article{yang2026botgrpo,
+                title  = {{BoT-GRPO: Efficient Process-Reward RL for Reasoning via Bag-of-Token Aggregation}},
+                author = {Yang and Xiao and Wang and Flashner and Agarwal},
+                year   = 2026,
+                eprint = {arXiv:2610.09804},
+            }"""),
+    }
+
+    def __init__(
+        self, model, reward_funcs=None, args: BoTGRPOConfig | None = None, *rest, **kwargs
+    ):
+        if args is None:
+            name = model if isinstance(model, str) else model.config._name_or_path
+            args = BoTGRPOConfig(f"{str(name).split('/')[-1]}-BoT-GRPO")
+        if not isinstance(args, BoTGRPOConfig):
+            kind = "trl.GRPOConfig" if isinstance(args, GRPOConfig) else type(args).__name__
+            raise TypeError(
+                f"BoTGRPOTrainer needs a botgrpo.trl.BoTGRPOConfig, got {kind}; BoTGRPOConfig "
+                "takes every GRPOConfig option plus preset, advantage_estimator, w_g, w_s, ..."
+            )
+        self.reward_batch: RewardBatch | None = None  # token parts of the batch being scored
+        self.last_token_batch: TokenBatch | None = None  # rewards of the last scored round
+        self._rewards_per_func: Tensor | None = None  # TRL's gathered outcome columns
+        super().__init__(model, adapt_reward_funcs(reward_funcs, self), args, *rest, **kwargs)
+        self._estimator = get_advantage_estimator(args.advantage_estimator)
+        if args.dynamic_sampling:
+            self._check_dynamic_sampling()
+
+    # ---- rewards -------------------------------------------------------------------------------
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        """TRL's reward loop, recording token parts; reward models' scalars are outcomes too."""
+        self.reward_batch = RewardBatch(completion_ids_list, self.accelerator.process_index)
+        rewards_per_func = super()._calculate_rewards(
+            inputs, prompts, completions, completion_ids_list
+        )
+        raw = [i for i, f in enumerate(self.reward_funcs) if not isinstance(f, RewardAdapter)]
+        if raw:
+            rewards_per_func[:, raw] = rewards_per_func[:, raw] * self.args.w_g
+        self._rewards_per_func = rewards_per_func
+        return rewards_per_func
+
+    # ---- advantages ----------------------------------------------------------------------------
+    def _generate_and_score_completions(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        output = self._score_round(inputs)
+        if self.model.training and self.args.dynamic_sampling:
+            output = self._dynamic_sampling(output)
+        return output
+
+    def _score_round(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """One TRL generation-and-scoring round with its advantages replaced by [B, T] ones."""
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        num_generations = self.num_generations if mode == "train" else self.num_generations_eval
+        b = len(inputs)
+        start = self.accelerator.process_index * b
+        tool_mask = output.get("tool_mask")
+        tb = build_token_batch(
+            self.reward_batch,
+            self._rewards_per_func[start : start + b],
+            self.reward_weights,
+            self.reward_func_names,
+            output["completion_ids"].shape[1],
+            tool_mask,
+        )
+        group_B = group_ids(self.accelerator.process_index, b, num_generations, tb.outcome_B.device)
+        self._check_steps_available(tb)
+        adv_BT = token_advantages(
+            self.args.advantage_estimator,
+            tb,
+            group_B,
+            eps=self.args.advantage_eps,
+            options=self._estimator_options(),
+            gather=self._gather,
+        )
+        loss_mask_BT = _loss_mask(output)
+        output["advantages"] = adv_BT * loss_mask_BT
+        self.last_token_batch = tb
+        metrics = gathered_step_metrics(tb, adv_BT, loss_mask_BT, group_B, self._gather)
+        for name, value in metrics.items():
+            self._metrics[mode][name].append(value)
+        return output
+
+    @property
+    def _gather(self):
+        """``accelerator.gather`` with several processes, None (no communication) with one."""
+        return self.accelerator.gather if self.accelerator.num_processes > 1 else None
+
+    def _estimator_options(self) -> dict[str, Any]:
+        options = dict(self.args.advantage_options or {})
+        if "scale" in getattr(self._estimator, "options", ()) and "scale" not in options:
+            options["scale"] = self.args.scale_rewards
+        return options
+
+    def _check_steps_available(self, tb: TokenBatch) -> None:
+        """Step estimators need steps; decided on all processes together (no one-sided raise)."""
+        if "steps_BT" not in getattr(self._estimator, "options", ()):
+            return
+        has = torch.tensor(
+            [tb.steps_BT is not None], dtype=torch.float32, device=tb.outcome_B.device
+        )
+        if self._gather is not None:
+            has = self._gather(has)
+        if not bool(has.any()):
+            raise ValueError(
+                f"advantage estimator {self.args.advantage_estimator!r} reads step rewards, but no "
+                "reward entry of this batch carries steps: add a token reward function returning "
+                "TokenReward(steps=...)"
+            )
+
+    # ---- dynamic sampling (DAPO) ---------------------------------------------------------------
+    def _check_dynamic_sampling(self) -> None:
+        local_rows = self.args.per_device_train_batch_size * self.args.steps_per_generation
+        if local_rows % self.num_generations:
+            raise ValueError(
+                "dynamic_sampling needs whole prompt groups on every process: "
+                f"per_device_train_batch_size * steps_per_generation = {local_rows} must be a "
+                f"multiple of num_generations = {self.num_generations}"
+            )
+        if not hasattr(self.train_dataset, "__getitem__") or not hasattr(
+            self.train_dataset, "__len__"
+        ):
+            raise ValueError(
+                "dynamic_sampling needs a map-style train_dataset (not an IterableDataset)"
+            )
+
+    def _dynamic_sampling(self, first: dict[str, Any]) -> dict[str, Any]:
+        """Keep groups with signal; refill from fresh prompts until full or out of rounds."""
+        k = self.num_generations
+        need = first["completion_ids"].shape[0] // k
+        kept, spare = [], []
+        rounds, n_kept, n_seen = 0, 0, 0
+        batch = first
+        while True:
+            signal_G = ds.group_signal(batch["advantages"], k).tolist()
+            good = [g for g, s in enumerate(signal_G) if s][: need - n_kept]
+            kept.append(ds.take_groups(batch, good, k))
+            spare.append(ds.take_groups(batch, [g for g, s in enumerate(signal_G) if not s], k))
+            n_kept, n_seen, rounds = n_kept + len(good), n_seen + len(signal_G), rounds + 1
+            if rounds >= self.args.dynamic_sampling_max_rounds or not self._anyone_short(
+                need - n_kept
+            ):
+                break
+            batch = self._score_round(self._refill_inputs(rounds, len(first["completion_ids"])))
+        padded = need - n_kept
+        pad_id = self._tokenizer.pad_token_id
+        parts = kept + ([_first_groups(spare, padded, k, pad_id)] if padded else [])
+        merged = ds.concat_batches([p for p in parts if p["completion_ids"].shape[0]], pad_id)
+        merged["num_items_in_batch"] = self.accelerator.gather(_loss_mask(merged).sum()).sum()
+        for name, value in {
+            "rounds": rounds,
+            "padded_groups": padded,
+            "kept_groups": n_kept,
+        }.items():
+            self._metrics["train"][f"bot/dynamic_sampling/{name}"].append(float(value))
+        return merged
+
+    def _anyone_short(self, shortfall: int) -> bool:
+        short = torch.tensor([float(shortfall)], device=self.accelerator.device)
+        if self._gather is not None:
+            short = self._gather(short)
+        return bool((short > 0).any())
+
+    def _refill_inputs(self, round_: int, local_rows: int) -> list[dict[str, Any]]:
+        k = self.num_generations
+        n_processes = self.accelerator.num_processes
+        prompts = ds.refill_prompt_indices(
+            len(self.train_dataset),
+            local_rows * n_processes // k,
+            seed=self.args.seed,
+            step=self.state.global_step,
+            round_=round_,
+        )
+        rows = [j for j in prompts for _ in range(k)]
+        start = self.accelerator.process_index * local_rows
+        return [self.train_dataset[j] for j in rows[start : start + local_rows]]
+
+
+def _first_groups(
+    parts: list[dict[str, Any]], n_groups: int, k: int, pad_id: int
+) -> dict[str, Any]:
+    """The first ``n_groups`` groups across ``parts`` (zero-signal groups used as padding)."""
+    merged = ds.concat_batches([p for p in parts if p["completion_ids"].shape[0]], pad_id)
+    return ds.take_groups(merged, list(range(n_groups)), k)
+
+
+def _loss_mask(output: dict[str, Tensor]) -> Tensor:
+    mask = output["completion_mask"]
+    return mask if output.get("tool_mask") is None else mask * output["tool_mask"]

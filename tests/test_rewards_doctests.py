@@ -1,0 +1,41 @@
+"""Run the doctests of the rewards modules (every factory carries one)."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "botgrpo.rewards",
+    "botgrpo.rewards.answers",
+    "botgrpo.rewards.calling",
+    "botgrpo.rewards.code_blocks",
+    "botgrpo.rewards.compose",
+    "botgrpo.rewards.configs",
+    "botgrpo.rewards.math_recipe",
+    "botgrpo.rewards.python_diagnostics",
+    "botgrpo.rewards.python_recipe",
+    "botgrpo.rewards.spans",
+    "botgrpo.rewards.steps",
+    "botgrpo.rewards.symbolic",
+    "botgrpo.rewards.types",
+    "botgrpo.rewards.validate",
+    "botgrpo.viz",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0, f"{result.failed} doctest failure(s) in {name}"
+
+
+@pytest.mark.parametrize("factory", ["make_math_step_reward", "make_python_code_reward"])
+def test_factories_have_doctests(factory):
+    import botgrpo.rewards as rewards
+
+    examples = doctest.DocTestFinder().find(getattr(rewards, factory))
+    assert sum(len(t.examples) for t in examples) >= 3

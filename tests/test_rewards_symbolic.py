@@ -1,0 +1,164 @@
+"""The symbolic step verifier and the final-answer check."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
+
+import pytest
+
+from botgrpo.rewards.answers import AnswerConfig, check_answer
+from botgrpo.rewards.symbolic import (
+    SymbolicConfig,
+    SymbolicStepVerifier,
+    check_step,
+    evaluate_arithmetic,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("12 × 3 = 36, so the total is 36 + 4 = 40.", 1),
+        ("Then 7 * 8 = 54.", -1),
+        ("We add the two numbers.", 0),
+        ("3 x 4 = 12 and 3x4=12", 1),
+        ("6 ÷ 4 = 1.5 and 6 · 2 = 12 and 2 − 5 = −3", 1),
+        ("2^10 = 1024, 2**3 = 8, 3² + 4² = 5²", 1),
+        ("1,234 + 1 = 1,235", 1),
+        (r"$\frac{3}{4} \times 8 = 6$", 1),
+        (r"\left(1 + 2\right) \cdot 3 = 9", 1),
+        ("√16 = 4 and \\sqrt{81} = 9", 1),
+        ("50% = 0.5", 1),
+        ("x = 12 - 5 = 7", 1),  # x = 12 - 5 is an equation (not checked); 12 - 5 = 7 holds
+        ("2 + 3 = 6 = 6", -1),  # the first link of the chain is false
+        ("x + x = 2x and (x+1)^2 = x^2 + 2x + 1", 1),
+        ("2(x+1) = 2x + 1", -1),  # differs by a constant: false for every x
+        ("2x = 10", 0),  # an equation, not an identity
+        ("1/3 = 0.33, 2/3 = 0.67, 22/7 = 3.14", 1),  # rounded decimals are accepted
+        ("22/7 = 3.15", -1),
+        ("0.1 + 0.2 = 0.3", 1),  # exact decimals, no float error
+        ("-3 + 5 = 2 and 3 - -2 = 5", 1),
+        ("[3 + 4] * 2 = 14 and {2}(3) = 6", 1),
+        ("so 3*4 = 12 (because 12 is a dozen)", 1),
+    ],
+)
+def test_step_verdicts(text, verdict):
+    assert check_step(text).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "25% of 80 = 20",  # "of" joins 25% to the claim: not parsed, not judged false
+        "3 times 4 = 12",
+        "5 cm + 3 cm = 8 cm",
+        "3cm + 4 = 7",
+        "sin(30) = 0.5",
+        "f(2) = 5",
+        "1 000 = 1000",  # space as thousands separator: not read as "000 = 1000"
+        "5/0 = 1",
+        "22/7 ≈ 3.14",
+        "a <= 3 and b >= 4 and c != 5",
+        "3 + 4 = 7apples",
+        r"\sqrt{2} = 1.41",  # irrational: not decided
+    ],
+)
+def test_unclear_claims_are_not_judged(text):
+    assert check_step(text).verdict == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "9**9**9 = 1",
+        "2**100000 = 3",
+        "9^9^9^9 = 2",
+        "1" * 5000 + " = 1",
+        "(" * 200 + "1" + ")" * 200 + " = 1",
+        "x^1000 = x",
+        "10^(10^10) = 0",
+        "(a+b+c+d+e+f+g+h)^12 = 1",  # too many symbols: the expansion has 50k terms
+        "((a+b+c+d)^12)^12 = 1",  # total degree 144
+        "(x+1)(x+1)(x+1)(x+1)(x+1)(x+1)(x+1)(x+1)(x+1)(x+1)(x+1)(x+1)(x+1) = 0",
+    ],
+)
+def test_pathological_input_is_refused(text):
+    # Refused without evaluating: these would take hours or exhaust memory.
+    assert check_step(text).verdict == 0
+
+
+def test_claims_record_both_sides():
+    check = check_step("First 3 + 4 = 7, then 7 * 2 = 15.")
+    assert [(c.lhs, c.rhs, c.holds) for c in check.claims] == [
+        ("3 + 4", "7", True),
+        ("7 * 2", "15", False),
+    ]
+    assert check.verdict == -1
+
+
+def test_options_change_what_is_checked():
+    assert check_step("x + x = 2x", SymbolicConfig(allow_symbols=False)).verdict == 0
+    assert check_step("1/3 = 0.33", SymbolicConfig(decimal_tolerance=False)).verdict == -1
+    assert check_step("2^20 = 1048576", SymbolicConfig(max_exponent=10)).verdict == 0
+    many = " and ".join(["1 + 1 = 2"] * 5 + ["1 + 1 = 3"])
+    assert check_step(many, SymbolicConfig(max_claims=5)).verdict == 1
+
+
+def test_config_is_validated():
+    with pytest.raises(ValueError, match="max_exponent"):
+        SymbolicConfig(max_exponent=0)
+    with pytest.raises(ValueError, match="max_seconds"):
+        SymbolicConfig(max_seconds=0)
+
+
+def test_verifier_has_the_judge_signature():
+    verifier = SymbolicStepVerifier()
+    assert verifier("problem", ["3 * 4 = 12", "12 + 1 = 14", "so the answer is 13"]) == [1, -1, 0]
+    assert verifier("problem", []) == []
+
+
+def test_evaluate_arithmetic():
+    assert evaluate_arithmetic("1,000 / 8") == Fraction(125)
+    assert evaluate_arithmetic(r"\frac{1}{3} + 0.5") == Fraction(5, 6)
+    assert evaluate_arithmetic("2 apples") is None
+    assert evaluate_arithmetic("y") is None
+    assert evaluate_arithmetic("9**9**9") is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Final answers
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "correct", "method"),
+    [
+        ("42", "42", True, "exact"),
+        (r"\boxed{42}.", "42", True, "exact"),
+        ("1,000", "1000", True, "exact"),
+        ("41", "42", False, "exact"),
+        (r"$\frac{2}{4}$", "0.5", True, "exact"),
+        (r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}", True, "math_verify"),
+        (r"x = \frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}", True, "math_verify"),
+        (r"\{1, 2\}", r"\{2, 1\}", True, "math_verify"),
+        ("The answer is 7", "7", True, "math_verify"),
+        ("0.3333333", "1/3", True, "math_verify"),  # math-verify rounds floats to 6 places
+        ("", "7", False, "empty"),
+        (None, "7", False, "empty"),
+    ],
+)
+def test_check_answer(prediction, gold, correct, method):
+    result = check_answer(prediction, gold)
+    assert (result.correct, result.method) == (correct, method)
+
+
+def test_check_answer_in_a_worker_thread():
+    # math-verify's timeout uses signal.alarm (main thread only); in a thread it runs without.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        result = pool.submit(check_answer, r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}").result()
+    assert (result.correct, result.method) == (True, "math_verify")
+
+
+def test_answer_config_is_validated():
+    with pytest.raises(ValueError, match="timeout_s"):
+        AnswerConfig(timeout_s=0)

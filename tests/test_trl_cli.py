@@ -1,0 +1,209 @@
+"""The ``botgrpo`` command line: train from a YAML recipe (+ flags), the recipes, the demo."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+import yaml
+
+from botgrpo.cli import main
+from botgrpo.trl.script import load_datasets, load_reward_funcs, make_train_parser
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+ROOT = Path(__file__).resolve().parents[1]
+RECIPES = ROOT / "recipes"
+CPU_RECIPE = RECIPES / "arithmetic_tiny_cpu.yaml"
+
+
+def _parse(argv):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make_train_parser().parse_args_and_config(argv)
+
+
+@pytest.mark.slow
+def test_cli_trains_the_cpu_recipe_for_two_steps(tmp_path):
+    out = tmp_path / "run"
+    cmd = [
+        str(Path(sys.executable).parent / "botgrpo"),
+        "train",
+        "--config",
+        str(CPU_RECIPE),
+        "--max_steps",
+        "2",
+        "--logging_steps",
+        "1",
+        "--output_dir",
+        str(out),
+        "--model_name_or_path",
+        f"tiny:{tmp_path / 'tiny'}",
+    ]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "tiny" / "config.json").exists(), "tiny: builds the model"
+    assert (out / "model.safetensors").exists() and (out / "tokenizer.json").exists()
+    events = list(out.rglob("events.out.tfevents*"))
+    assert events, "the recipe reports to tensorboard"
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(events[0].parent))
+    acc.Reload()
+    assert [e.step for e in acc.Scalars("train/bot/advantage/abs_mean")] == [1, 2]
+
+
+def test_every_field_is_settable_from_yaml_and_from_flags(tmp_path):
+    values = {
+        "preset": "gspo",
+        "advantage_estimator": "bot",
+        "advantage_options": {},
+        "advantage_eps": 1e-5,
+        "w_g": 2.0,
+        "w_s": 0.25,
+        "local_bound": 1.5,
+        "dynamic_sampling": True,
+        "dynamic_sampling_max_rounds": 5,
+        "loss_type": "dapo",
+        "epsilon": 0.1,
+        "epsilon_high": 0.3,
+        "importance_sampling_level": "token",
+        "beta": 0.02,
+        "scale_rewards": "batch",
+        "num_generations": 4,
+        "max_completion_length": 16,
+        "task": "arithmetic",
+        "reward_funcs": ["arithmetic_outcome", "arithmetic_token_reward"],
+        "model_name_or_path": "tiny:somewhere",
+    }
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(
+        yaml.safe_dump({**values, "output_dir": str(tmp_path), "use_cpu": True, "bf16": False})
+    )
+    flags = [f"--{k}={v if not isinstance(v, list | dict) else ''}" for k, v in values.items()]
+    flags = [f for f in flags if not f.endswith("=")]
+    flags += ["--reward_funcs", *values["reward_funcs"], "--advantage_options", "{}"]
+    for argv in (
+        ["--config", str(recipe)],
+        [*flags, "--output_dir", str(tmp_path), "--use_cpu", "--bf16", "false"],
+    ):
+        script, config, model = _parse(argv)
+        merged = {**vars(script), **vars(config), **vars(model)}
+        for key, value in values.items():
+            assert merged[key] == value, (argv[0], key)
+
+
+def test_flags_override_the_yaml_file():
+    script, config, _model = _parse(
+        ["--config", str(CPU_RECIPE), "--preset", "grpo", "--w_s", "0.1", "--max_steps", "2"]
+    )
+    assert (config.preset, config.advantage_estimator, config.w_s, config.max_steps) == (
+        "grpo",
+        "grpo",
+        0.1,
+        2,
+    )
+    assert config.w_g == 3.0 and script.task == "arithmetic"
+
+
+def test_aime_recipe_is_the_papers_setup(tiny_tokenizer):
+    recipe = RECIPES / "aime_qwen2.5-3b.yaml"
+    script, config, model = _parse(
+        ["--config", str(recipe), "--bf16", "false", "--use_cpu", "true"]
+    )
+    assert model.model_name_or_path == "Qwen/Qwen2.5-3B-Instruct"
+    assert (config.preset, config.w_g, config.w_s) == ("bot", 3.0, 0.5)
+    assert config.num_generations == 8 and config.generation_batch_size == 64  # K = 8, 8 prompts
+    assert script.eval_fraction == 0.2 and script.answer_column == "Answer"
+    (reward,) = load_reward_funcs(script.reward_funcs, tiny_tokenizer, script.reward_func_kwargs)
+    assert reward.__name__ == "math_step_reward"
+    prompt = script.prompt_template.format(Question="What is 1+1?")
+    assert "<step i>" in prompt and prompt.endswith("What is 1+1?")
+
+
+def test_reward_func_entries_and_their_errors(tiny_tokenizer):
+    from botgrpo.trl.arithmetic import arithmetic_outcome
+
+    funcs = load_reward_funcs(
+        ["arithmetic_outcome", "botgrpo.trl.arithmetic:make_arithmetic_token_reward()"],
+        tiny_tokenizer,
+    )
+    assert funcs[0] is arithmetic_outcome and funcs[1].__name__ == "arithmetic_token_reward"
+    with pytest.raises(
+        ValueError, match="unknown reward function 'nope': use one of arithmetic_outcome"
+    ):
+        load_reward_funcs(["nope"], tiny_tokenizer)
+    with pytest.raises(ValueError, match="not a factory"):
+        load_reward_funcs(["arithmetic_outcome"], tiny_tokenizer, {"arithmetic_outcome": {"x": 1}})
+    with pytest.raises(ValueError, match="not in reward_funcs"):
+        load_reward_funcs(["arithmetic_outcome"], tiny_tokenizer, {"other": {}})
+
+
+def test_builtin_task_and_its_errors():
+    script, config, _ = _parse(
+        ["--config", str(CPU_RECIPE), "--task_size", "20", "--eval_fraction", "0.25"]
+    )
+    train, held_out = load_datasets(script, config.seed)
+    assert (len(train), len(held_out)) == (15, 5) and set(train.column_names) == {
+        "prompt",
+        "answer",
+    }
+    script.task = "chess"
+    with pytest.raises(ValueError, match="unknown task 'chess'; built-in tasks: arithmetic"):
+        load_datasets(script, 0)
+
+
+def test_top_level_usage(capsys):
+    assert main([]) == 0
+    usage = capsys.readouterr().out
+    assert "train" in usage and "demo" in usage
+    assert main(["fly"]) == 2
+    assert "unknown command 'fly'" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_demo_runs_grpo_and_bot_and_prints_the_summary(tmp_path, capsys):
+    argv = [
+        "demo",
+        "--out-dir",
+        str(tmp_path),
+        "--task",
+        "tests.user_task:make_task",
+        "--seeds",
+        "1",
+        "--steps",
+        "1",
+        "--eval-every",
+        "1",
+        "--eval-problems",
+        "4",
+        "--prompts-per-step",
+        "2",
+        "--num-generations",
+        "2",
+        "--max-completion-length",
+        "8",
+        "--warm-start-steps",
+        "1",
+        "--progress",
+        "false",
+    ]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "botgrpo demo: grpo, bot" in out and "| grpo |" in out and "| bot |" in out
+    assert (tmp_path / "demo" / "curves.png").exists()
+
+
+def test_compare_flags_are_generated_from_the_config(capsys):
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    out = capsys.readouterr().out
+    assert "--lr-sweep" in out and "best rate" in out and "--workers" in out
+    with pytest.raises(SystemExit):
+        main(["compare", "--methods", "grpo", "ppo"])
+    assert "unknown method" in capsys.readouterr().err

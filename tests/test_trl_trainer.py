@@ -1,0 +1,204 @@
+"""BoTGRPOTrainer on a tiny CPU model: every preset trains, the loss sees the core estimator's
+[B, T] advantages, truncation follows TRL's flag, checkpoints resume exactly, metrics reach
+tensorboard."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from botgrpo.trl import PRESETS, BoTGRPOTrainer
+from botgrpo.trl.arithmetic import make_arithmetic_dataset
+from botgrpo.trl.token_batch import group_ids
+from tests.trl_helpers import (
+    RecordingTrainer,
+    digit_share,
+    make_fixed_rollout,
+    make_stepped_reward,
+    odd_prompts_only,
+    reference_advantages,
+    row_key,
+)
+
+pytestmark = pytest.mark.usefixtures("torch_single_thread")
+
+
+def _trainer(cls, tiny_model_dir, tiny_tokenizer, config, reward_funcs=None, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return cls(
+            model=str(tiny_model_dir),
+            reward_funcs=reward_funcs or [make_stepped_reward(tiny_tokenizer), digit_share],
+            args=config,
+            train_dataset=make_arithmetic_dataset(64),
+            processing_class=tiny_tokenizer,
+            **kwargs,
+        )
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_preset_trains_and_loss_sees_core_advantages(
+    preset, tiny_model_dir, tiny_tokenizer, cpu_config
+):
+    trainer = _trainer(RecordingTrainer, tiny_model_dir, tiny_tokenizer, cpu_config(preset=preset))
+    before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
+    trainer.train()
+
+    unchanged = [n for n, p in trainer.model.named_parameters() if torch.equal(p, before[n])]
+    assert not unchanged, f"parameters not updated: {unchanged}"
+
+    args = trainer.args
+    options = {"scale": args.scale_rewards} if args.advantage_estimator == "grpo" else {}
+    expected_by_row = {}
+    for output, tb in trainer.rounds:
+        b, t = output["completion_ids"].shape
+        assert output["advantages"].shape == (b, t)
+        group_B = group_ids(0, b, args.num_generations, tb.outcome_B.device)
+        ref = reference_advantages(args.advantage_estimator, tb, group_B, **options)
+        expected = ref * output["completion_mask"]
+        torch.testing.assert_close(output["advantages"], expected, rtol=0, atol=1e-6)
+        for i in range(b):
+            key = row_key(
+                output["prompt_ids"][i], output["prompt_mask"][i], output["completion_ids"][i]
+            )
+            expected_by_row[key] = output["advantages"][i]
+    assert any(out["advantages"].abs().sum() > 0 for out, _ in trainer.rounds)
+
+    assert len(trainer.loss_inputs) == 2
+    for inputs in trainer.loss_inputs:
+        adv = inputs["advantages"]
+        assert adv.dim() == 2 and adv.shape == inputs["completion_ids"].shape
+        for i in range(adv.shape[0]):
+            key = row_key(
+                inputs["prompt_ids"][i], inputs["prompt_mask"][i], inputs["completion_ids"][i]
+            )
+            torch.testing.assert_close(adv[i], expected_by_row[key], rtol=0, atol=0)
+
+
+def _constant(completions, **kwargs) -> list[float]:
+    return [1.0] * len(completions)
+
+
+def test_dynamic_sampling_refills_with_signal_groups(tiny_model_dir, tiny_tokenizer, cpu_config):
+    config = cpu_config(
+        preset="dapo", max_steps=1, per_device_train_batch_size=16, dynamic_sampling_max_rounds=8
+    )
+    trainer = _trainer(RecordingTrainer, tiny_model_dir, tiny_tokenizer, config, [odd_prompts_only])
+    trainer.train()
+    assert len(trainer.rounds) > 1, "some group of the first round should have been dropped"
+    (inputs,) = trainer.loss_inputs
+    k = config.num_generations
+    assert inputs["completion_ids"].shape[0] == 16
+    by_prompt: dict[tuple, list[torch.Tensor]] = {}
+    for i in range(16):
+        prompt = tuple(inputs["prompt_ids"][i][inputs["prompt_mask"][i].bool()].tolist())
+        by_prompt.setdefault(prompt, []).append(inputs["advantages"][i])
+        assert int(tiny_tokenizer.decode(list(prompt))[0]) % 2 == 1, "an all-equal group was kept"
+    assert sum(len(v) for v in by_prompt.values()) == 16 and all(
+        len(v) % k == 0 for v in by_prompt.values()
+    )
+    logged = trainer.state.log_history[0]
+    assert logged["bot/dynamic_sampling/padded_groups"] == 0
+    assert logged["bot/dynamic_sampling/rounds"] == len(trainer.rounds)
+    total = inputs["completion_mask"].sum()
+    assert int(inputs["num_items_in_batch"]) == int(total)
+
+
+def test_dynamic_sampling_pads_when_no_group_has_signal(tiny_model_dir, tiny_tokenizer, cpu_config):
+    config = cpu_config(preset="dapo", max_steps=1, dynamic_sampling_max_rounds=2)
+    trainer = _trainer(RecordingTrainer, tiny_model_dir, tiny_tokenizer, config, [_constant])
+    trainer.train()
+    assert len(trainer.rounds) == 2
+    (inputs,) = trainer.loss_inputs
+    assert inputs["completion_ids"].shape[0] == 8 and not inputs["advantages"].any()
+    logged = trainer.state.log_history[0]
+    assert logged["bot/dynamic_sampling/padded_groups"] == 2
+    assert logged["bot/frac_zero_signal_groups"] == 1.0
+
+
+def test_truncated_completions_follow_trl_flag(tiny_model_dir, tiny_tokenizer, cpu_config):
+    runs = {}
+    for flag in (False, True):
+        config = cpu_config(max_steps=1, max_completion_length=6, mask_truncated_completions=flag)
+        rollout = make_fixed_rollout(tiny_tokenizer, 6, config.num_generations)
+        trainer = _trainer(
+            RecordingTrainer, tiny_model_dir, tiny_tokenizer, config, rollout_func=rollout
+        )
+        trainer.train()
+        runs[flag] = trainer.rounds[0][0]
+    plain, masked = runs[False], runs[True]
+    torch.testing.assert_close(plain["completion_ids"], masked["completion_ids"], rtol=0, atol=0)
+    eos = tiny_tokenizer.eos_token_id
+    truncated = torch.tensor(
+        [eos not in row.tolist() for row in plain["completion_ids"]], dtype=torch.bool
+    )
+    assert truncated.any() and (~truncated).any(), "the test needs both kinds of completions"
+    assert not masked["advantages"][truncated].any()
+    assert not masked["completion_mask"][truncated].any()
+    assert plain["advantages"][truncated].any(), (
+        "without the flag truncated rows keep their advantages"
+    )
+    # The group statistics still include truncated completions (as TRL's rewards do), so the
+    # advantages of the other rows are the same with and without the flag.
+    torch.testing.assert_close(masked["advantages"][~truncated], plain["advantages"][~truncated])
+
+
+def test_checkpoint_resume_reproduces_next_step(
+    tiny_model_dir, tiny_tokenizer, cpu_config, tmp_path
+):
+    def config():
+        return cpu_config(
+            max_steps=3, save_strategy="steps", save_steps=2, output_dir=str(tmp_path / "ckpt")
+        )
+
+    full = _trainer(BoTGRPOTrainer, tiny_model_dir, tiny_tokenizer, config())
+    full.train()
+    checkpoint = tmp_path / "ckpt" / "checkpoint-2"
+    assert checkpoint.is_dir()
+    resumed = _trainer(BoTGRPOTrainer, tiny_model_dir, tiny_tokenizer, config())
+    resumed.train(resume_from_checkpoint=str(checkpoint))
+
+    def step3(trainer):
+        (log,) = [h for h in trainer.state.log_history if h.get("step") == 3 and "loss" in h]
+        return log
+
+    a, b = step3(full), step3(resumed)
+    assert a["loss"] != 0
+    for key in ("loss", "grad_norm", "bot/advantage/abs_mean", "bot/token_reward/mean", "kl"):
+        assert b[key] == pytest.approx(a[key], rel=1e-6, abs=1e-9), key
+    for (name, p), q in zip(full.model.named_parameters(), resumed.model.parameters(), strict=True):
+        torch.testing.assert_close(p, q, msg=name)
+
+
+def test_metrics_reach_tensorboard(tiny_model_dir, tiny_tokenizer, cpu_config, tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    logdir = tmp_path / "tb"
+    config = cpu_config(report_to="tensorboard", output_dir=str(logdir), preset="bot")
+    _trainer(BoTGRPOTrainer, tiny_model_dir, tiny_tokenizer, config).train()
+    events = [p for p in Path(logdir).rglob("events.out.tfevents*")]
+    assert events
+    acc = EventAccumulator(str(events[0].parent))
+    acc.Reload()
+    tags = set(acc.Tags()["scalars"])
+    wanted = {
+        "train/bot/token_reward/mean",
+        "train/bot/local_share",
+        "train/bot/advantage/mean",
+        "train/bot/advantage/std",
+        "train/bot/advantage/abs_mean",
+        "train/bot/frac_zero_signal_groups",
+        "train/completions/mean_length",
+        "train/completions/max_length",
+        "train/clip_ratio/region_mean",
+        "train/clip_ratio/low_mean",
+        "train/clip_ratio/high_mean",
+        "train/kl",
+    }
+    assert wanted <= tags, wanted - tags
+    assert [e.step for e in acc.Scalars("train/bot/advantage/abs_mean")] == [1, 2]
+    share = [e.value for e in acc.Scalars("train/bot/local_share")]
+    assert all(0 < v < 1 for v in share)

@@ -103,3 +103,38 @@ def test_thresholds_and_speedups_from_curves():
     assert "[best baseline]" in best
     censored = speedup_lines({"grpo": [None, 20], "bot": [10, 10]}, 0.4, budget=30)
     assert "1 censored runs (ratio is a bound)" in censored[0]
+
+
+def test_warm_start_never_trains_on_held_out_problems():
+    from botgrpo.harness.evaluate import held_out_examples, held_out_prompts
+    from botgrpo.harness.warmstart import _batch
+    from botgrpo.tiny import build_char_tokenizer
+
+    task = ChainArithmetic(min_steps=1, max_steps=1, max_operand=3, max_total=6, keyed=False)
+    test = held_out_examples(task, 5)
+    assert len({ex.prompt for ex in test}) == 5  # distinct problems
+    held = held_out_prompts(task, 5)
+    assert {ex.prompt for ex in test} <= held
+    tok = build_char_tokenizer()
+    import random
+
+    batch = _batch(task, tok, random.Random(0), 200, held)
+    rows = zip(batch["input_ids"], batch["labels"], strict=True)
+    prompts = {tok.decode(row[(lab == -100) & (row != tok.pad_token_id)]) for row, lab in rows}
+    assert len(prompts) > 5 and all(p.endswith("\n") for p in prompts)
+    assert not prompts & held
+    with pytest.raises(ValueError, match="distinct problems"):
+        held_out_examples(task, 500)
+
+
+def test_warm_start_key_follows_the_task_data(tmp_path):
+    from botgrpo.tasks.jsonl import JsonlTask
+
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"prompt": "1+1\\n", "answer": "2"}\n')
+    cfg = WarmStartConfig(steps=1, model=SMALL)
+    before = cfg.cache_key(JsonlTask(str(path)))
+    path.write_text('{"prompt": "1+2\\n", "answer": "3"}\n')
+    assert cfg.cache_key(JsonlTask(str(path))) != before
+    assert cfg.cache_key(ChainArithmetic()) == cfg.cache_key(ChainArithmetic())
+    assert cfg.cache_key(ChainArithmetic(), frozenset({"x"})) != cfg.cache_key(ChainArithmetic())

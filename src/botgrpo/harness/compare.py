@@ -1,8 +1,9 @@
 """`botgrpo compare`: methods x seeds from one warm start, in parallel, resumable.
 
 1. Warm start (cached by hash) -> the shared initial checkpoint.
-2. Optional learning-rate sweep: every method at every rate on seed 0; each method keeps the
-   rate with the highest mean held-out accuracy over its run.
+2. Optional learning-rate sweep: every method at every rate on seed 0, evaluated on a separate
+   validation stream of held-out problems; each method keeps the rate with the highest mean
+   validation accuracy over its run (the reported test problems never choose a rate).
 3. Every (method, seed) run at its rate, ``workers`` at a time, one CPU thread each; finished
    runs are skipped when the command is run again.
 4. ``metrics.jsonl`` (all records), ``curves.png`` and ``summary.md`` in ``OUT_DIR/NAME/``.
@@ -71,11 +72,19 @@ def _specs(
 
 
 def sweep_learning_rates(cfg: CompareConfig, root: Path, model_path: Path) -> dict[str, float]:
-    """Best learning rate per method on seed 0 (highest mean held-out accuracy over the run)."""
+    """Best learning rate per method on seed 0 (highest mean validation accuracy)."""
     from botgrpo.harness.results import load_records
 
     specs = [
-        RunSpec(m, 0, lr, str(model_path), str(root / "sweep" / run_label(m, 0, lr)), cfg)
+        RunSpec(
+            m,
+            0,
+            lr,
+            str(model_path),
+            str(root / "sweep" / run_label(m, 0, lr)),
+            cfg,
+            stream="validation",
+        )
         for m in cfg.methods
         for lr in cfg.lr_sweep
     ]
@@ -97,6 +106,7 @@ def sweep_learning_rates(cfg: CompareConfig, root: Path, model_path: Path) -> di
 
 def compare(cfg: CompareConfig) -> Path:
     """Run the whole comparison; returns the path of ``summary.md``."""
+    from botgrpo.harness.evaluate import held_out_prompts
     from botgrpo.harness.plots import plot_curves
     from botgrpo.harness.results import collect, load_records
     from botgrpo.harness.summary import write_summary
@@ -108,8 +118,10 @@ def compare(cfg: CompareConfig) -> Path:
     (root / "config.json").write_text(json.dumps(cfg.__dict__, indent=2, default=list))
     start = time.perf_counter()
     ws = WarmStartConfig(steps=cfg.warm_start_steps, lr=cfg.warm_start_lr)
+    task = load_task(cfg.task)
+    held = held_out_prompts(task, cfg.eval_problems)
     model_path = warm_start(
-        load_task(cfg.task), ws, Path(cfg.out_dir) / ".cache", progress=cfg.progress
+        task, ws, Path(cfg.out_dir) / ".cache", exclude=held, progress=cfg.progress
     )
     if cfg.lr_sweep:
         lrs = sweep_learning_rates(cfg, root, model_path)

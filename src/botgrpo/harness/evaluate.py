@@ -14,11 +14,35 @@ import torch
 from botgrpo.metrics import pass_at_k
 from botgrpo.tasks.base import Example, Task
 
+#: Seed labels of the held-out streams: "test" is reported, "validation" picks learning rates.
+HELD_OUT_STREAMS = ("test", "validation")
 
-def held_out_examples(task: Task, n: int, seed: int = 0) -> list[Example]:
-    """``n`` evaluation problems from a stream disjoint from training (its own seed label)."""
-    rng = random.Random(f"eval-{seed}")
-    return [task.sample(rng) for _ in range(n)]
+
+def held_out_examples(task: Task, n: int, stream: str = "test") -> list[Example]:
+    """``n`` distinct problems of a held-out stream (its own seed label; training excludes them).
+
+    Raises when the task cannot produce ``n`` distinct problems (a small finite task).
+    """
+    if stream not in HELD_OUT_STREAMS:
+        raise ValueError(f"stream must be one of {HELD_OUT_STREAMS}, got {stream!r}")
+    rng = random.Random(f"held-out-{stream}")
+    seen: dict[str, Example] = {}
+    for _ in range(50 * n + 100):
+        if len(seen) == n:
+            break
+        ex = task.sample(rng)
+        seen.setdefault(ex.prompt, ex)
+    if len(seen) < n:
+        raise ValueError(
+            f"task {task.name!r} gave only {len(seen)} distinct problems for a held-out set of "
+            f"{n}; lower --eval-problems"
+        )
+    return list(seen.values())
+
+
+def held_out_prompts(task: Task, n: int) -> frozenset[str]:
+    """Prompts of every held-out stream (test and validation), which training never sees."""
+    return frozenset(ex.prompt for s in HELD_OUT_STREAMS for ex in held_out_examples(task, n, s))
 
 
 @torch.no_grad()

@@ -41,6 +41,8 @@ class RunSpec:
         model_path: the warm-start checkpoint.
         run_dir: the run's output folder.
         config: the comparison's options.
+        stream: the held-out stream it is evaluated on: "test" (reported) or "validation"
+            (the learning-rate sweep, so rates are never picked on the reported problems).
     """
 
     method: str
@@ -49,6 +51,7 @@ class RunSpec:
     model_path: str
     run_dir: str
     config: CompareConfig
+    stream: str = "test"
 
     @property
     def label(self) -> str:
@@ -124,38 +127,24 @@ def _recorder(spec: RunSpec, task, eval_examples, pass_examples):
     return Recorder()
 
 
-def execute_run(spec: RunSpec) -> str:
-    """Train and evaluate one run in this process; returns its label."""
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
+def _quiet_worker() -> None:
+    """One CPU thread, no progress bars or deprecation chatter from the libraries."""
     import warnings
 
     import torch
-    from transformers import AutoTokenizer
-    from transformers.trainer_callback import PrinterCallback
     from transformers.utils import logging as hf_logging
-
-    from botgrpo.harness.evaluate import held_out_examples
-    from botgrpo.tasks import load_task
-    from botgrpo.tasks.data import sample_examples, task_dataset
-    from botgrpo.tasks.reward import make_task_reward
-    from botgrpo.trl import BoTGRPOConfig, BoTGRPOTrainer
 
     torch.set_num_threads(1)
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
     warnings.filterwarnings("ignore", category=FutureWarning)
+
+
+def _trainer_config(spec: RunSpec, out: Path):
+    from botgrpo.trl import BoTGRPOConfig
+
     cfg = spec.config
-    out = Path(spec.run_dir)
-    shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
-    out.mkdir(parents=True)
-    task = load_task(cfg.task)
-    eval_examples = held_out_examples(task, cfg.eval_problems)
-    pass_examples = eval_examples[: cfg.pass_problems]
-    held = {ex.prompt for ex in eval_examples}
-    n_train = cfg.steps * cfg.prompts_per_step
-    train = task_dataset(sample_examples(task, n_train, f"train-{spec.seed}", exclude=held))
-    tokenizer = AutoTokenizer.from_pretrained(spec.model_path)
-    args = BoTGRPOConfig(
+    return BoTGRPOConfig(
         output_dir=str(out / "trainer"),
         preset=spec.method,
         w_g=cfg.w_g,
@@ -177,10 +166,36 @@ def execute_run(spec: RunSpec) -> str:
         disable_tqdm=True,
         dataloader_num_workers=0,
     )
+
+
+def execute_run(spec: RunSpec) -> str:
+    """Train and evaluate one run in this process; returns its label."""
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    _quiet_worker()
+    from transformers import AutoTokenizer
+    from transformers.trainer_callback import PrinterCallback
+
+    from botgrpo.harness.evaluate import held_out_examples, held_out_prompts
+    from botgrpo.tasks import load_task
+    from botgrpo.tasks.data import sample_examples, task_dataset
+    from botgrpo.tasks.reward import make_task_reward
+    from botgrpo.trl import BoTGRPOTrainer
+
+    cfg = spec.config
+    out = Path(spec.run_dir)
+    shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
+    out.mkdir(parents=True)
+    task = load_task(cfg.task)
+    eval_examples = held_out_examples(task, cfg.eval_problems, spec.stream)
+    pass_examples = eval_examples[: cfg.pass_problems]
+    held = held_out_prompts(task, cfg.eval_problems)
+    n_train = cfg.steps * cfg.prompts_per_step
+    train = task_dataset(sample_examples(task, n_train, f"train-{spec.seed}", exclude=held))
+    tokenizer = AutoTokenizer.from_pretrained(spec.model_path)
     trainer = BoTGRPOTrainer(
         model=spec.model_path,
         reward_funcs=[make_task_reward(task, tokenizer)],
-        args=args,
+        args=_trainer_config(spec, out),
         train_dataset=train,
         processing_class=tokenizer,
         callbacks=[_recorder(spec, task, eval_examples, pass_examples)],

@@ -2,8 +2,9 @@
 
 RL only helps once single steps are within the model's reach; a random tiny model solves
 nothing, so every method starts from the same supervised checkpoint. The checkpoint lives in
-``cache_dir/<hash>`` where the hash covers the task, the model shape, every training option and
-the code version, so changing any of them trains a new one and reruns reuse it.
+``cache_dir/warm-<hash>`` where the hash covers the task (its fingerprint), the held-out prompts
+it must not train on, the model shape, every training option and ``WARM_START_VERSION`` (bumped
+when the procedure changes), so changing any of them trains a new one and reruns reuse it.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from botgrpo.tasks.base import Task
+from botgrpo.tasks.base import Task, task_fingerprint
 from botgrpo.tiny import TinyModelSpec, build_tiny_model
 
 #: Bump when the warm-start procedure changes, so old cached checkpoints are not reused.
@@ -57,17 +58,32 @@ class WarmStartConfig:
         if not self.lr > 0:
             raise ValueError(f"WarmStartConfig.lr must be > 0, got {self.lr}")
 
-    def cache_key(self, task: Task) -> str:
-        """Hash of the task, this config and the code version."""
-        payload = {"task": repr(task), "config": asdict(self), "version": WARM_START_VERSION}
+    def cache_key(self, task: Task, exclude: frozenset[str] = frozenset()) -> str:
+        """Hash of the task's fingerprint, the excluded prompts, this config and the version."""
+        payload = {
+            "task": task_fingerprint(task),
+            "exclude": hashlib.sha256("\n".join(sorted(exclude)).encode()).hexdigest(),
+            "config": asdict(self),
+            "version": WARM_START_VERSION,
+        }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _batch(task: Task, tokenizer, rng: random.Random, size: int) -> dict[str, torch.Tensor]:
+def _sample_outside(task: Task, rng: random.Random, exclude: frozenset[str]):
+    for _ in range(1000):
+        ex = task.sample(rng)
+        if ex.prompt not in exclude:
+            return ex
+    raise ValueError(f"task {task.name!r} keeps drawing held-out problems; it is too small")
+
+
+def _batch(
+    task: Task, tokenizer, rng: random.Random, size: int, exclude: frozenset[str] = frozenset()
+) -> dict[str, torch.Tensor]:
     """Right-padded prompt + demonstration + EOS; labels only on the completion."""
     rows, labels = [], []
     for _ in range(size):
-        ex = task.sample(rng)
+        ex = _sample_outside(task, rng, exclude)
         p_ids = tokenizer(ex.prompt, add_special_tokens=False).input_ids
         c_ids = tokenizer(task.demonstration(ex), add_special_tokens=False).input_ids
         c_ids = [*c_ids, tokenizer.eos_token_id]
@@ -89,7 +105,13 @@ def _lr_at(step: int, total: int, peak: float) -> float:
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
-def train_warm_start(task: Task, config: WarmStartConfig, out_dir: Path, progress: bool) -> None:
+def train_warm_start(
+    task: Task,
+    config: WarmStartConfig,
+    out_dir: Path,
+    progress: bool,
+    exclude: frozenset[str] = frozenset(),
+) -> None:
     """Build the tiny model in ``out_dir`` and fine-tune it on demonstrations in place."""
     build_tiny_model(out_dir, spec=config.model)
     tokenizer = AutoTokenizer.from_pretrained(out_dir)
@@ -102,7 +124,7 @@ def train_warm_start(task: Task, config: WarmStartConfig, out_dir: Path, progres
     for step in bar:
         for group in opt.param_groups:
             group["lr"] = _lr_at(step, config.steps, config.lr)
-        loss = model(**_batch(task, tokenizer, rng, config.batch_size)).loss
+        loss = model(**_batch(task, tokenizer, rng, config.batch_size, exclude)).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -112,15 +134,23 @@ def train_warm_start(task: Task, config: WarmStartConfig, out_dir: Path, progres
 
 
 def warm_start(
-    task: Task, config: WarmStartConfig, cache_dir: str | Path, *, progress: bool = True
+    task: Task,
+    config: WarmStartConfig,
+    cache_dir: str | Path,
+    *,
+    exclude: frozenset[str] = frozenset(),
+    progress: bool = True,
 ) -> Path:
-    """Path of the warm-start checkpoint for (task, config), training it if not cached."""
-    final = Path(cache_dir) / f"warm-{config.cache_key(task)}"
+    """Path of the warm-start checkpoint for (task, config), training it if not cached.
+
+    ``exclude``: prompts the warm start must not train on (the held-out problems).
+    """
+    final = Path(cache_dir) / f"warm-{config.cache_key(task, exclude)}"
     if (final / "config.json").exists() and (final / "warm_start.json").exists():
         return final
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    train_warm_start(task, config, tmp, progress)
+    train_warm_start(task, config, tmp, progress, exclude)
     (tmp / "warm_start.json").write_text(
         json.dumps({"task": repr(task), "config": asdict(config)}, indent=2)
     )

@@ -18,8 +18,10 @@ name, ``jsonl:PATH``, ``reasoning_gym:DATASET``) or ``--task package.module:fact
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -121,3 +123,13 @@ def check_task(task: object) -> Task:
             "(see botgrpo.tasks.base for the protocol)"
         )
     return task  # type: ignore[return-value]
+
+
+def task_fingerprint(task: Task) -> str:
+    """A stable identity of a task for caches: ``task.fingerprint()`` when the task defines one
+    (e.g. a hash of its data file), else its repr without memory addresses."""
+    custom = getattr(task, "fingerprint", None)
+    text = custom() if callable(custom) else re.sub(r" at 0x[0-9a-fA-F]+", "", repr(task))
+    return hashlib.sha256(
+        f"{type(task).__module__}.{type(task).__qualname__}|{text}".encode()
+    ).hexdigest()

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 from dataclasses import dataclass, field
@@ -60,6 +61,10 @@ class JsonlTask:
 
     def __post_init__(self) -> None:
         self._rows.extend(read_jsonl_problems(self.path))
+
+    def fingerprint(self) -> str:
+        """Hash of the file's content: an edited file is a different task."""
+        return hashlib.sha256(Path(self.path).read_bytes()).hexdigest()
 
     def sample(self, rng: random.Random) -> Example:
         """A uniformly drawn row."""

@@ -102,7 +102,9 @@ def test_thresholds_and_speedups_from_curves():
     assert "grpo / bot = **2.50x**" in line and "[grpo]" in line
     assert "[best baseline]" in best
     censored = speedup_lines({"grpo": [None, 20], "bot": [10, 10]}, 0.4, budget=30)
-    assert "1 censored runs (ratio is a bound)" in censored[0]
+    assert "1 baseline runs censored at the budget: the ratio is a lower bound" in censored[0]
+    both = speedup_lines({"grpo": [None, 20], "bot": [None, 10]}, 0.4, budget=30)
+    assert "not a bound either way" in both[0]
 
 
 def test_warm_start_never_trains_on_held_out_problems():

@@ -31,6 +31,7 @@ def test_doctests(name):
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
     assert result.failed == 0, f"{result.failed} doctest failure(s) in {name}"
+    assert result.attempted > 0, f"{name} has no doctest"
 
 
 @pytest.mark.parametrize("factory", ["make_math_step_reward", "make_python_code_reward"])

@@ -84,6 +84,7 @@ def test_none_passes_through_as_trl_not_applicable():
         ([1.0, 2.0, "x"], r"'bad' returned str for completion 2"),
         ([1.0, 2.0, [[1.0]]], r"'bad' returned list for completion 2"),
         (None, r"'bad' returned NoneType; expected a list"),
+        ([1.0, True, 0.0], r"'bad' returned a bool for completion 1"),
         (
             [1.0, 1.0, TokenReward(outcome=0.0, local=[0.0, 0.0, 2.0, 0.0])],
             r"'bad' returned local signal 2.0 at token 2 of completion 2 .* local_bound=1.0",
@@ -124,6 +125,18 @@ def test_exception_on_the_whole_batch_only():
         match=r"'bad' raised KeyError on this process's batch of 3 completions \(on no single",
     ):
         _call(bad)
+
+
+def test_a_functions_own_bound_overrides_the_config():
+    def wide(completions, **kwargs):
+        return [None, None, TokenReward(outcome=0.0, local=[2.0, 0, 0, 0])]
+
+    wide.local_bound = 2.0  # as the built-in recipes declare their bound
+    _, owner = _call(wide)  # the config's local_bound is 1.0
+    assert owner.reward_batch.local[0][2][0] == 1.0  # w_s * 2.0
+    wide.local_bound = 1.5
+    with pytest.raises(ValueError, match=r"local_bound=1\.5"):
+        _call(wide)
 
 
 def test_local_bound_inf_disables_the_check():

@@ -115,17 +115,11 @@ def pooled_moments(
     return GroupMoments(mu_G[g], sigma_G[g], count_G[g], signal_G[g], ro)
 
 
-def masked_row_moments(values_BT: Tensor, mask_BT: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Per-row (length, mean, population variance) of masked values, as float64 [B] each.
-
-    ``values_BT`` must be 0 at masked positions; it is left unchanged. Empty rows give zeros.
-    """
-    return center_rows_(values_BT.clone(), mask_BT)
-
-
 def center_rows_(values_BT: Tensor, mask_BT: Tensor) -> tuple[Tensor, Tensor, Tensor]:
-    """Like :func:`masked_row_moments`, but subtracts each row's mean from ``values_BT`` in place
-    (masked positions stay 0), so callers can reuse the centred values without a copy.
+    """Per-row (length, mean, population variance) of masked values, as float64 [B] each,
+    subtracting each row's mean from ``values_BT`` in place (masked positions stay 0) so callers
+    reuse the centred values without a copy. ``values_BT`` must be 0 at masked positions; empty
+    rows give zeros.
 
     Two passes (mean, then squared deviations): a row with a large constant offset keeps its
     small spread. Sums run in the values' dtype with PyTorch's cascaded summation.

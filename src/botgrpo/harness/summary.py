@@ -51,6 +51,18 @@ def _fmt_steps(steps: list[int | None], budget: int) -> str:
     return f"{mean:.0f}" + (f" ({miss} not reached)" if miss else "")
 
 
+def _censor_note(base: list, bot: list) -> str:
+    """Which way runs that never reached the threshold (counted at the budget) bias the ratio."""
+    n_base, n_bot = sum(s is None for s in base), sum(s is None for s in bot)
+    if n_base and n_bot:
+        return f"; {n_base} + {n_bot} runs censored on both sides: not a bound either way"
+    if n_base:
+        return f"; {n_base} baseline runs censored at the budget: the ratio is a lower bound"
+    if n_bot:
+        return f"; {n_bot} bot runs censored at the budget: the ratio is an upper bound"
+    return ""
+
+
 def speedup_lines(steps: dict, threshold: float, budget: int) -> list[str]:
     """Speedup of bot vs grpo and vs the best other baseline at one threshold."""
     if "bot" not in steps:
@@ -63,10 +75,10 @@ def speedup_lines(steps: dict, threshold: float, budget: int) -> list[str]:
         if base is None or any(s == 0 for s in censored[base] + censored["bot"]):
             continue
         ci = bootstrap_ratio_ci(steps[base], steps["bot"], budget=budget, seed=0)
-        note = f", {ci.censored} censored runs (ratio is a bound)" if ci.censored else ""
         lines.append(
             f"- accuracy >= {threshold:.3f}: {base} / bot = **{ci.ratio:.2f}x** "
-            f"(95% CI {ci.low:.2f}-{ci.high:.2f}, {ci.n_seeds} seeds{note}) [{name}]"
+            f"(95% CI {ci.low:.2f}-{ci.high:.2f}, {ci.n_seeds} seeds"
+            f"{_censor_note(steps[base], steps['bot'])}) [{name}]"
         )
     return lines
 

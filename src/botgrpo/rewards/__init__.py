@@ -16,6 +16,10 @@ The building blocks (span -> token mapping, step parsing, composition rules) are
 that new recipes reuse them; :func:`validate_token_rewards` checks any reward function's output.
 The sandbox (:mod:`botgrpo.rewards.sandbox`) and the LLM judges (:mod:`botgrpo.rewards.judges`)
 are imported from their own modules.
+
+>>> tr = TokenReward(outcome=1.0, local=[0.5, -0.5, 0.0], format_bonus=0.2)
+>>> tr.token_rewards(w_g=3.0, w_s=0.5).tolist()   # 3 * 1 + 0.2 + 0.5 * S_t
+[3.45, 2.95, 3.2]
 """
 
 from botgrpo.rewards.answers import AnswerCheck, AnswerConfig, check_answer

@@ -37,12 +37,14 @@ __all__ = [
     "FormatBonusConfig",
     "LineSignalConfig",
     "RewardWeights",
+    "StepSignal",
     "StepSignalConfig",
     "check_dominance",
     "clamp_local",
     "decay",
     "line_values",
     "propagate_errors",
+    "step_signal",
     "step_values",
 ]
 
@@ -243,3 +245,45 @@ def clamp_local(local: np.ndarray, bound: float) -> np.ndarray:
     [-1.0, 0.5, 1.0]
     """
     return np.clip(np.asarray(local, dtype=np.float64), -bound, bound)
+
+
+@dataclass(frozen=True)
+class StepSignal:
+    """Step verdicts turned into a per-token local signal (Eq. 8), for one completion.
+
+    Attributes:
+        local_T: S_t per token, clamped to [-B, B].
+        steps_T: step index of each token (-1 outside any step).
+        verdicts: the verdicts after error propagation.
+        values: each step's value before spreading (float64 [S]).
+    """
+
+    local_T: np.ndarray
+    steps_T: np.ndarray
+    verdicts: list[int]
+    values: np.ndarray
+
+
+def step_signal(
+    offsets_T2: np.ndarray,
+    spans_S2: np.ndarray,
+    verdicts: Sequence[int],
+    text_len: int,
+    config: StepSignalConfig | None = None,
+) -> StepSignal:
+    """Propagate errors, decay over steps, spread over each step's tokens (1/|S| included in
+    the step values), clamp to the bound: the whole step -> token path of recipe 1.
+
+    The spans are validated (inside the text, sorted, not overlapping) rather than clipped, so a
+    bad span is an error instead of a reward silently shifted onto other tokens.
+    """
+    from botgrpo.rewards.spans import spread_span_scores, token_span_index, validate_spans
+
+    cfg = config or StepSignalConfig()
+    spans = validate_spans(spans_S2, text_len, what="step span")
+    if len(verdicts) != len(spans):
+        raise ValueError(f"got {len(verdicts)} verdicts for {len(spans)} steps")
+    propagated = propagate_errors(verdicts, cfg.propagation)
+    values = step_values(propagated, cfg)
+    local = clamp_local(spread_span_scores(offsets_T2, spans, values), cfg.bound)
+    return StepSignal(local, token_span_index(offsets_T2, spans), propagated, values)

@@ -32,20 +32,9 @@ from botgrpo.rewards.calling import (
     resolve_tokenizer,
     tokenize_completions,
 )
-from botgrpo.rewards.compose import (
-    FormatBonusConfig,
-    StepSignalConfig,
-    clamp_local,
-    propagate_errors,
-    step_values,
-)
+from botgrpo.rewards.compose import FormatBonusConfig, StepSignalConfig, step_signal
 from botgrpo.rewards.configs import config_from_mapping
-from botgrpo.rewards.spans import (
-    TokenizedText,
-    spread_span_scores,
-    token_span_index,
-    validate_spans,
-)
+from botgrpo.rewards.spans import TokenizedText
 from botgrpo.rewards.steps import STEP_FORMATS, ParsedSolution, StepFormat, parse_steps
 from botgrpo.rewards.symbolic import SymbolicConfig, SymbolicStepVerifier
 from botgrpo.rewards.types import TokenReward
@@ -139,10 +128,8 @@ def score_math_solution(
     """The token reward of one parsed solution given its raw step verdicts."""
     prediction = parsed.final_text if parsed.final is not None else tokens.text
     answer = check_answer(prediction, gold, config.answer)
-    propagated = propagate_errors(verdicts, config.steps.propagation)
-    values = step_values(propagated, config.steps)
-    spans = validate_spans(parsed.spans_S2(), len(tokens.text), what="step span")
-    local = clamp_local(spread_span_scores(tokens.offsets_T2, spans, values), config.steps.bound)
+    spans = parsed.spans_S2()
+    signal = step_signal(tokens.offsets_T2, spans, verdicts, len(tokens.text), config.steps)
     info = {
         "answer_correct": answer.correct,
         "answer_method": answer.method,
@@ -150,14 +137,14 @@ def score_math_solution(
         "format_problems": list(parsed.problems),
         "step_spans": [tuple(s) for s in spans.tolist()],
         "raw_verdicts": list(verdicts),
-        "verdicts": propagated,
-        "step_values": values.tolist(),
+        "verdicts": signal.verdicts,
+        "step_values": signal.values.tolist(),
     }
     return TokenReward(
         outcome=1.0 if answer.correct else 0.0,
-        local=local,
+        local=signal.local_T,
         format_bonus=config.format_bonus.bonus(parsed.verdict),
-        steps=token_span_index(tokens.offsets_T2, spans),
+        steps=signal.steps_T,
         info=info,
     )
 

@@ -16,14 +16,8 @@ from typing import Any
 import numpy as np
 
 from botgrpo.rewards.calling import dataset_column, resolve_tokenizer, tokenize_completions
-from botgrpo.rewards.compose import (
-    FormatBonusConfig,
-    StepSignalConfig,
-    clamp_local,
-    propagate_errors,
-    step_values,
-)
-from botgrpo.rewards.spans import TokenizedText, spread_span_scores, token_span_index
+from botgrpo.rewards.compose import FormatBonusConfig, StepSignalConfig, step_signal
+from botgrpo.rewards.spans import TokenizedText
 from botgrpo.rewards.types import TokenReward
 from botgrpo.tasks.base import Example, Score, Task
 
@@ -46,21 +40,18 @@ def score_to_token_reward(
 ) -> TokenReward:
     """Token reward of one completion from its task score."""
     spans = np.array([(s.start, s.end) for s in score.steps], dtype=np.int64).reshape(-1, 2)
-    spans = np.minimum(spans, len(tokens.text))
     raw = [s.verdict for s in score.steps]
-    verdicts = propagate_errors(raw, config.steps.propagation)
-    values = step_values(verdicts, config.steps)
-    local = clamp_local(spread_span_scores(tokens.offsets_T2, spans, values), config.steps.bound)
+    signal = step_signal(tokens.offsets_T2, spans, raw, len(tokens.text), config.steps)
     if score.well_formed is None:
         bonus = 0.0
     else:
         bonus = config.format_bonus.bonus("well_formed" if score.well_formed else "malformed")
     return TokenReward(
         outcome=float(score.outcome),
-        local=local,
+        local=signal.local_T,
         format_bonus=bonus,
-        steps=token_span_index(tokens.offsets_T2, spans),
-        info={"raw_verdicts": raw, "verdicts": verdicts, "answer": score.answer},
+        steps=signal.steps_T,
+        info={"raw_verdicts": raw, "verdicts": signal.verdicts, "answer": score.answer},
     )
 
 

@@ -3,9 +3,13 @@
 Prompts are ``"a+b="`` with single-digit operands; the answer is the sum. Two reward functions
 follow TRL's calling convention:
 
-- :func:`arithmetic_outcome` (scalar): G = 1 if the completion starts with the answer, else 0.
+- :func:`arithmetic_outcome` (scalar): G = 1 if the completion's leading integer equals the
+  answer, else 0.
 - :func:`make_arithmetic_token_reward` (token): the same outcome G plus a bounded local signal
-  S_t = +1 on a digit token, -1 on any other character, 0 on special tokens (EOS, padding).
+  S_t = +1 on a token whose characters are digits, -1 on any other token, 0 on special tokens
+  (EOS, padding). Token characters come from the generated ids' offsets
+  (:func:`botgrpo.rewards.spans.offsets_from_ids`), so byte-level BPE pieces such as "Ġ7"
+  count as the digit they spell.
 
 It is a plumbing check, not a benchmark: a randomly initialised model learns to emit digits
 within a few dozen steps, but the numbers say nothing about the methods' quality.
@@ -14,11 +18,16 @@ within a few dozen steps, but the numbers say nothing about the methods' quality
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 
 from datasets import Dataset
 
+from botgrpo.rewards.calling import message_text
+from botgrpo.rewards.spans import offsets_from_ids
 from botgrpo.rewards.types import TokenReward
+
+_LEADING_INT = re.compile(r"\s*(-?\d+)")
 
 
 def make_arithmetic_dataset(n: int = 256, *, seed: int = 0, max_operand: int = 9) -> Dataset:
@@ -39,28 +48,27 @@ def make_arithmetic_dataset(n: int = 256, *, seed: int = 0, max_operand: int = 9
     )
 
 
-def _text(completion) -> str:
-    """A completion's text (plain string, or the content of a conversational completion)."""
-    if isinstance(completion, str):
-        return completion
-    return completion[-1]["content"] if completion else ""
+def _leading_int(text: str) -> int | None:
+    m = _LEADING_INT.match(text)
+    return int(m[1]) if m else None
 
 
 def arithmetic_outcome(completions: Sequence, answer: Sequence[str], **kwargs) -> list[float]:
-    """G = 1.0 if the completion starts with the answer (after leading spaces), else 0.0.
+    """G = 1.0 if the completion's leading integer equals the answer, else 0.0.
 
-    >>> arithmetic_outcome(["7<x", " 12", "1"], answer=["7", "12", "12"])
-    [1.0, 1.0, 0.0]
+    >>> arithmetic_outcome(["7<x", " 12", "1", "17", "10<eos>"], answer=["7", "12", "12", "1", "1"])
+    [1.0, 1.0, 0.0, 0.0, 0.0]
     """
     return [
-        float(_text(c).lstrip().startswith(a)) for c, a in zip(completions, answer, strict=True)
+        float(_leading_int(message_text(c)) == int(a))
+        for c, a in zip(completions, answer, strict=True)
     ]
 
 
 def make_arithmetic_token_reward(tokenizer) -> Callable[..., list[TokenReward]]:
     """Token reward for the arithmetic task: outcome G and S_t = +1 digit / -1 other / 0 special.
 
-    Spans are read from the generated ids themselves (one id at a time), never re-tokenized.
+    Token characters are read from the generated ids themselves, never re-tokenized.
 
     >>> from botgrpo.tiny import build_char_tokenizer
     >>> tok = build_char_tokenizer()
@@ -81,9 +89,9 @@ def make_arithmetic_token_reward(tokenizer) -> Callable[..., list[TokenReward]]:
         outcomes = arithmetic_outcome(completions, answer)
         rewards = []
         for ids, outcome in zip(completion_ids, outcomes, strict=True):
-            pieces = tokenizer.convert_ids_to_tokens(list(ids))
+            pieces = offsets_from_ids(tokenizer, ids).token_texts()
             local = [
-                0.0 if i in special else (1.0 if p.isdigit() else -1.0)
+                0.0 if i in special else (1.0 if p.strip().isdigit() else -1.0)
                 for i, p in zip(ids, pieces, strict=True)
             ]
             rewards.append(TokenReward(outcome=outcome, local=local))

@@ -85,9 +85,9 @@ class RewardAdapter:
     def _split(self, out: Any) -> list[float | None]:
         batch: RewardBatch = self.owner.reward_batch
         args = self.owner.args
-        return split_entries(
-            self.__name__, out, batch, self.slot, args.w_g, args.w_s, args.local_bound
-        )
+        # a recipe declares its own bound B (``fn.local_bound``); else the config's
+        bound = getattr(self.func, "local_bound", args.local_bound)
+        return split_entries(self.__name__, out, batch, self.slot, args.w_g, args.w_s, bound)
 
     def _locate(self, err, prompts, completions, completion_ids, kwargs) -> RuntimeError:
         """Find the first completion on which the function fails alone (called on failure only)."""
@@ -184,6 +184,11 @@ def split_entries(
             outcomes.append(entry.outcome_reward(w_g))
             local[i] = w_s * entry.local
             steps[i] = entry.steps
+        elif isinstance(entry, bool | np.bool_):
+            raise TypeError(
+                f"reward function {name!r} returned a bool for {batch.where(i)}; return a float "
+                "(e.g. float(correct)) so a flag is not mistaken for a reward"
+            )
         elif isinstance(entry, numbers.Real):
             value = float(entry)
             if not math.isfinite(value):

@@ -18,6 +18,7 @@ TRL's own code path):
 
 from __future__ import annotations
 
+import dataclasses
 import textwrap
 from typing import Any, ClassVar
 
@@ -128,7 +129,7 @@ class BoTGRPOTrainer(GRPOTrainer):
             tool_mask,
         )
         group_B = group_ids(self.accelerator.process_index, b, num_generations, tb.outcome_B.device)
-        self._check_steps_available(tb)
+        tb = self._check_steps_available(tb)
         adv_BT = token_advantages(
             self.args.advantage_estimator,
             tb,
@@ -156,10 +157,15 @@ class BoTGRPOTrainer(GRPOTrainer):
             options["scale"] = self.args.scale_rewards
         return options
 
-    def _check_steps_available(self, tb: TokenBatch) -> None:
-        """Step estimators need steps; decided on all processes together (no one-sided raise)."""
+    def _check_steps_available(self, tb: TokenBatch) -> TokenBatch:
+        """Step estimators need steps; decided on all processes together (no one-sided raise).
+
+        A process whose entries carry no steps (e.g. every entry None) while others do gets an
+        all -1 step map, so it still joins the estimator's collective gather instead of raising
+        alone and leaving the others waiting.
+        """
         if "steps_BT" not in getattr(self._estimator, "options", ()):
-            return
+            return tb
         has = torch.tensor(
             [tb.steps_BT is not None], dtype=torch.float32, device=tb.outcome_B.device
         )
@@ -171,6 +177,9 @@ class BoTGRPOTrainer(GRPOTrainer):
                 "reward entry of this batch carries steps: add a token reward function returning "
                 "TokenReward(steps=...)"
             )
+        if tb.steps_BT is None:
+            tb = dataclasses.replace(tb, steps_BT=torch.full_like(tb.mask_BT, -1, dtype=torch.long))
+        return tb
 
     # ---- dynamic sampling (DAPO) ---------------------------------------------------------------
     def _check_dynamic_sampling(self) -> None:

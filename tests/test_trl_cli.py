@@ -154,8 +154,42 @@ def test_builtin_task_and_its_errors():
         "answer",
     }
     script.task = "chess"
-    with pytest.raises(ValueError, match="unknown task 'chess'; built-in tasks: arithmetic"):
+    with pytest.raises(ValueError, match="unknown task 'chess': use one of chain, columns"):
         load_datasets(script, 0)
+
+
+def test_botgrpo_tasks_and_their_step_reward(tiny_tokenizer):
+    script, config, _ = _parse(
+        [
+            "--config",
+            str(CPU_RECIPE),
+            "--task",
+            "chain",
+            "--task_size",
+            "4",
+            "--reward_funcs",
+            "task_reward",
+        ]
+    )
+    train, _ = load_datasets(script, config.seed)
+    assert train.column_names == ["prompt", "answer", "meta"] and len(train) == 4
+    from botgrpo.tasks import load_task
+    from botgrpo.tasks.base import Example
+
+    [reward] = load_reward_funcs(script.reward_funcs, tiny_tokenizer, None, load_task("chain"))
+    row = train[0]
+    demo = load_task("chain").demonstration(Example.from_row(**row))
+    ids = [*tiny_tokenizer(demo).input_ids, tiny_tokenizer.eos_token_id]
+    [tr] = reward(
+        prompts=[row["prompt"]],
+        completions=[demo],
+        completion_ids=[ids],
+        answer=[row["answer"]],
+        meta=[row["meta"]],
+    )
+    assert tr.outcome == 1.0 and tr.format_bonus == 0.2
+    with pytest.raises(ValueError, match="needs a task"):
+        load_reward_funcs(["task_reward"], tiny_tokenizer)
 
 
 def test_top_level_usage(capsys):

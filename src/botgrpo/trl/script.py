@@ -26,6 +26,7 @@ BUILTIN_REWARDS: dict[str, str] = {
     "arithmetic_outcome": "botgrpo.trl.arithmetic:arithmetic_outcome",
     "arithmetic_token_reward": "botgrpo.trl.arithmetic:make_arithmetic_token_reward()",
     "math_step_reward": "botgrpo.rewards.math_recipe:make_math_step_reward()",
+    "python_code_reward": "botgrpo.rewards.python_recipe:make_python_code_reward()",
     "accuracy_reward": "trl.rewards:accuracy_reward",
     "think_format_reward": "trl.rewards:think_format_reward",
 }
@@ -38,13 +39,13 @@ class TrainScriptArguments(ScriptArguments):
     task: str | None = field(
         default=None,
         metadata={
-            "help": "A built-in procedural task instead of dataset_name: 'arithmetic' (prompts "
-            "'a+b=', answer column; for CPU smoke runs with the tiny model)."
+            "help": "A procedural task instead of dataset_name: 'arithmetic' (prompts 'a+b=', "
+            "answer column; for CPU smoke runs with the tiny model) or any botgrpo task spec "
+            "(chain, columns, jsonl:PATH, reasoning_gym:DATASET, package.module:factory; see "
+            "docs/tasks.md), whose step reward is the reward function 'task_reward'."
         },
     )
-    task_size: int = field(
-        default=512, metadata={"help": "Number of prompts of the built-in task."}
-    )
+    task_size: int = field(default=512, metadata={"help": "Number of prompts of the task."})
     prompt_column: str = field(
         default="prompt", metadata={"help": "Dataset column holding the problem text."}
     )
@@ -102,10 +103,18 @@ def resolve_model_path(name_or_path: str | None) -> str:
     return str(path)
 
 
+#: The reward entry scoring completions with the ``task`` (see docs/tasks.md).
+TASK_REWARD = "task_reward"
+
+
 def load_reward_funcs(
-    entries: Sequence[str], tokenizer: Any, kwargs_by_entry: dict[str, Any] | str | None = None
+    entries: Sequence[str],
+    tokenizer: Any,
+    kwargs_by_entry: dict[str, Any] | str | None = None,
+    task: Any = None,
 ) -> list[Callable]:
-    """Resolve ``reward_funcs`` entries (built-in names or 'module:attr', '()' = factory)."""
+    """Resolve ``reward_funcs`` entries (built-in names or 'module:attr', '()' = factory;
+    ``task_reward`` = the task's step reward)."""
     if isinstance(kwargs_by_entry, str):
         import json
 
@@ -114,7 +123,22 @@ def load_reward_funcs(
     unknown = set(kwargs_by_entry) - set(entries)
     if unknown:
         raise ValueError(f"reward_func_kwargs names entries not in reward_funcs: {sorted(unknown)}")
-    return [_load_one(entry, tokenizer, kwargs_by_entry.get(entry, {})) for entry in entries]
+    if TASK_REWARD in entries and task is None:
+        raise ValueError(f"reward function {TASK_REWARD!r} needs a task: set task (e.g. chain)")
+    return [
+        _task_reward(task, tokenizer, kwargs_by_entry.get(entry, {}))
+        if entry == TASK_REWARD
+        else _load_one(entry, tokenizer, kwargs_by_entry.get(entry, {}))
+        for entry in entries
+    ]
+
+
+def _task_reward(task: Any, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
+    from botgrpo.tasks.reward import make_task_reward
+
+    if kwargs:
+        raise ValueError(f"{TASK_REWARD!r} takes no reward_func_kwargs")
+    return make_task_reward(task, tokenizer)
 
 
 def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
@@ -139,12 +163,16 @@ def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
 
 def load_datasets(args: TrainScriptArguments, seed: int):
     """(train, eval or None) datasets with a 'prompt' column (and 'answer' if mapped)."""
-    if args.task is not None:
-        if args.task != "arithmetic":
-            raise ValueError(f"unknown task {args.task!r}; built-in tasks: arithmetic")
+    if args.task == "arithmetic":
         from botgrpo.trl.arithmetic import make_arithmetic_dataset
 
         train = make_arithmetic_dataset(args.task_size, seed=seed)
+    elif args.task is not None:
+        from botgrpo.tasks import load_task
+        from botgrpo.tasks.data import sample_examples, task_dataset
+
+        task = load_task(args.task)
+        train = task_dataset(sample_examples(task, args.task_size, f"train-{seed}"))
     elif args.dataset_name:
         from datasets import load_dataset
 
@@ -156,6 +184,15 @@ def load_datasets(args: TrainScriptArguments, seed: int):
         split = train.train_test_split(test_size=args.eval_fraction, seed=seed)
         return split["train"], split["test"]
     return train, None
+
+
+def _task_of(args: TrainScriptArguments):
+    """The botgrpo task object of ``args.task`` (None for 'arithmetic' or a hub dataset)."""
+    if args.task is None or args.task == "arithmetic":
+        return None
+    from botgrpo.tasks import load_task
+
+    return load_task(args.task)
 
 
 def _to_prompts(dataset, args: TrainScriptArguments):
@@ -184,8 +221,9 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
         model_path, revision=model_args.model_revision, padding_side="left"
     )
     train_set, eval_set = load_datasets(script_args, config.seed)
+    task = _task_of(script_args)
     reward_funcs = load_reward_funcs(
-        script_args.reward_funcs, tokenizer, script_args.reward_func_kwargs
+        script_args.reward_funcs, tokenizer, script_args.reward_func_kwargs, task
     )
     trainer = BoTGRPOTrainer(
         model=model_path,

@@ -30,8 +30,12 @@ format: venv
 test: lint
 	$(BIN)/pytest -m "not gpu" -q
 
+# Speed targets, each printed as ratios measured side by side (a few minutes in all).
 bench: venv
 	$(BIN)/python benchmarks/bench_advantages.py
+	$(BIN)/python benchmarks/bench_rewards.py
+	$(BIN)/python benchmarks/bench_sandbox.py
+	$(BIN)/python benchmarks/bench_trainer_overhead.py
 
 demo: venv
 	$(BIN)/botgrpo demo

@@ -15,6 +15,7 @@ from typing import Any
 from botgrpo.rewards.spans import TokenizedText, offsets_from_ids, offsets_from_text
 
 __all__ = [
+    "call_verdict_source",
     "dataset_column",
     "message_text",
     "resolve_tokenizer",
@@ -107,3 +108,29 @@ def dataset_column(kwargs: Mapping[str, Any], name: str, n: int, fn_name: str) -
     if len(values) != n:
         raise ValueError(f"{fn_name}: column {name!r} has {len(values)} values for {n} completions")
     return values
+
+
+def call_verdict_source(
+    source: Any, method: str, firsts: list[Any], seconds: list[Any], what: str
+) -> list[Any]:
+    """Judge every (first, second) pair with ``source``: its ``judge_many(firsts, seconds)`` when
+    it has one (one batched call), else its ``method`` (e.g. ``judge_steps``) per pair, else the
+    source called as a function. A failure or a wrong number of results is an error naming
+    ``what`` and the source.
+    """
+    name = getattr(source, "__name__", type(source).__name__)
+    try:
+        if callable(getattr(source, "judge_many", None)):
+            results = list(source.judge_many(firsts, seconds))
+        elif callable(getattr(source, method, None)):
+            one = getattr(source, method)
+            results = [one(a, b) for a, b in zip(firsts, seconds, strict=True)]
+        else:
+            results = [source(a, b) for a, b in zip(firsts, seconds, strict=True)]
+    except Exception as e:
+        raise RuntimeError(f"{what} {name!r} failed: {e}") from e
+    if len(results) != len(seconds):
+        raise ValueError(
+            f"{what} {name!r} returned {len(results)} results for {len(seconds)} items"
+        )
+    return results

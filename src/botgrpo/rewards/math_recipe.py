@@ -27,6 +27,7 @@ from typing import Any
 
 from botgrpo.rewards.answers import AnswerConfig, check_answer
 from botgrpo.rewards.calling import (
+    call_verdict_source,
     dataset_column,
     message_text,
     resolve_tokenizer,
@@ -99,20 +100,7 @@ def _judge_batch(
     source: Any, problems: list[str], steps: list[list[str]], indices: list[int]
 ) -> list[list[int]]:
     """Verdicts for every (problem, steps) pair, through the source's batch API if it has one."""
-    try:
-        if callable(getattr(source, "judge_many", None)):
-            results = list(source.judge_many(problems, steps))
-        elif callable(getattr(source, "judge_steps", None)):
-            results = [source.judge_steps(p, s) for p, s in zip(problems, steps, strict=True)]
-        else:
-            results = [source(p, s) for p, s in zip(problems, steps, strict=True)]
-    except Exception as e:
-        raise RuntimeError(f"step verdict source {_source_name(source)!r} failed: {e}") from e
-    if len(results) != len(steps):
-        raise ValueError(
-            f"step verdict source {_source_name(source)!r} returned {len(results)} results "
-            f"for {len(steps)} solutions"
-        )
+    results = call_verdict_source(source, "judge_steps", problems, steps, "step verdict source")
     return [
         _as_verdicts(r, len(s), source, i) for r, s, i in zip(results, steps, indices, strict=True)
     ]

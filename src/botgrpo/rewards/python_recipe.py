@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from botgrpo.rewards.calling import (
+    call_verdict_source,
     dataset_column,
     message_text,
     resolve_tokenizer,
@@ -273,20 +274,7 @@ def _as_judgement(result: Any, source: Any, index: int) -> CodeJudgement:
 def _judge_all(
     source: Any, tasks: list[str], codes: list[str], indices: list[int]
 ) -> list[CodeJudgement]:
-    name = getattr(source, "__name__", type(source).__name__)
-    try:
-        if callable(getattr(source, "judge_many", None)):
-            results = list(source.judge_many(tasks, codes))
-        elif callable(getattr(source, "judge_code", None)):
-            results = [source.judge_code(t, c) for t, c in zip(tasks, codes, strict=True)]
-        else:
-            results = [source(t, c) for t, c in zip(tasks, codes, strict=True)]
-    except Exception as e:
-        raise RuntimeError(f"code judge {name!r} failed: {e}") from e
-    if len(results) != len(codes):
-        raise ValueError(
-            f"code judge {name!r} returned {len(results)} results for {len(codes)} codes"
-        )
+    results = call_verdict_source(source, "judge_code", tasks, codes, "code judge")
     return [_as_judgement(r, source, i) for r, i in zip(results, indices, strict=True)]
 
 

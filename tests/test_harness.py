@@ -98,9 +98,12 @@ def test_thresholds_and_speedups_from_curves():
     assert pick_thresholds(curves, (0.3,)) == [0.3]
     steps = {"grpo": [30, 20], "bot": [10, 10]}
     # grpo mean 25 / bot mean 10 = 2.5
-    [line, best] = speedup_lines(steps, 0.4, budget=30)
+    [line] = speedup_lines(steps, 0.4, budget=30)  # grpo is also the best baseline: one line
     assert "grpo / bot = **2.50x**" in line and "[grpo]" in line
-    assert "[best baseline]" in best
+    # dapo (mean 15) beats grpo (mean 25): bot vs grpo, and bot vs dapo as the best baseline
+    [vs_grpo, vs_best] = speedup_lines({**steps, "dapo": [10, 20]}, 0.4, budget=30)
+    assert "[grpo]" in vs_grpo and "dapo / bot = **1.50x**" in vs_best
+    assert "[best baseline]" in vs_best
     censored = speedup_lines({"grpo": [None, 20], "bot": [10, 10]}, 0.4, budget=30)
     assert "1 baseline runs censored at the budget: the ratio is a lower bound" in censored[0]
     both = speedup_lines({"grpo": [None, 20], "bot": [None, 10]}, 0.4, budget=30)
@@ -140,3 +143,13 @@ def test_warm_start_key_follows_the_task_data(tmp_path):
     assert cfg.cache_key(JsonlTask(str(path))) != before
     assert cfg.cache_key(ChainArithmetic()) == cfg.cache_key(ChainArithmetic())
     assert cfg.cache_key(ChainArithmetic(), frozenset({"x"})) != cfg.cache_key(ChainArithmetic())
+
+
+def test_noise_warning_flags_thresholds_inside_evaluation_noise():
+    from botgrpo.harness.summary import noise_warning
+
+    flat = _curves(grpo=[[0.05, 0.052, 0.058]], bot=[[0.05, 0.06, 0.062]])
+    # start 0.05 on 500 problems: SE = sqrt(0.05 * 0.95 / 500) = 0.0097; 0.062 - 0.05 < 3 SE
+    assert "within evaluation noise" in noise_warning(flat, [0.054, 0.058, 0.062], 500)
+    moving = _curves(grpo=[[0.05, 0.2, 0.4]], bot=[[0.05, 0.3, 0.5]])
+    assert noise_warning(moving, [0.16, 0.27, 0.39], 500) is None

@@ -11,7 +11,7 @@ from botgrpo.harness.config import CompareConfig, add_dataclass_arguments, confi
 DEMO_DEFAULTS = {
     "name": "demo",
     "methods": ("grpo", "bot"),
-    "seeds": 2,
+    "seeds": 1,
     "steps": 60,
     "eval_every": 10,
     "eval_problems": 500,

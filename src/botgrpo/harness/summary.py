@@ -63,6 +63,26 @@ def _censor_note(base: list, bot: list) -> str:
     return ""
 
 
+def noise_warning(curves: dict, thresholds: list[float], n_problems: int) -> str | None:
+    """A warning when the thresholds span less than 3 binomial standard errors of one
+    evaluation (sqrt(p (1 - p) / n) at the start accuracy): steps-to-threshold then measures
+    evaluation noise, not learning."""
+    if not thresholds:
+        return None
+    starts = [v[0] for seeds in curves.values() for _, v in seeds.values()]
+    p = min(max(float(np.mean(starts)), 1.0 / n_problems), 1 - 1.0 / n_problems)
+    se = float(np.sqrt(p * (1 - p) / n_problems))
+    span = thresholds[-1] - float(np.mean(starts))
+    if span >= 3 * se:
+        return None
+    return (
+        f"**Warning: within evaluation noise.** The thresholds lie {span:.3f} above the start "
+        f"accuracy {np.mean(starts):.3f}, less than 3 standard errors of one evaluation on "
+        f"{n_problems} problems (SE {se:.3f}): the accuracies barely moved, so these "
+        "speedups measure noise, not learning. Train longer, or change the task or the rate."
+    )
+
+
 def speedup_lines(steps: dict, threshold: float, budget: int) -> list[str]:
     """Speedup of bot vs grpo and vs the best other baseline at one threshold."""
     if "bot" not in steps:
@@ -71,7 +91,10 @@ def speedup_lines(steps: dict, threshold: float, budget: int) -> list[str]:
     censored = {m: [budget if s is None else s for s in v] for m, v in steps.items()}
     others = [m for m in BASELINES if m in steps]
     best = min(others, key=lambda m: np.mean(censored[m])) if others else None
-    for name, base in (("grpo", "grpo" if "grpo" in steps else None), ("best baseline", best)):
+    pairs = [("grpo", "grpo" if "grpo" in steps else None)]
+    if best is not None and best != "grpo":
+        pairs.append(("best baseline", best))
+    for name, base in pairs:
         if base is None or any(s == 0 for s in censored[base] + censored["bot"]):
             continue
         ci = bootstrap_ratio_ci(steps[base], steps["bot"], budget=budget, seed=0)
@@ -113,6 +136,9 @@ def write_summary(
             f"{np.std(finals):.3f} | {best:.3f} | " + " | ".join(cells) + f" | {signal} |"
         )
     lines += ["", "Speedups (ratio of mean steps-to-threshold, paired bootstrap over seeds):"]
+    warning = noise_warning(curves, thresholds, cfg.eval_problems)
+    if warning:
+        lines += ["", warning, ""]
     for t in thresholds:
         lines += speedup_lines(steps_at[t], t, cfg.steps) or [f"- accuracy >= {t:.3f}: n/a"]
     lines += [

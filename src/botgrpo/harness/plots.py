@@ -28,7 +28,7 @@ def plot_curves(records: list[dict], out: Path, title: str) -> Path:
             ax.fill_between(steps, values.min(0), values.max(0), color=color, alpha=0.15)
     ax.set(xlabel="optimizer step", ylabel="held-out greedy accuracy", title=title)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
+    ax.legend(loc="best", framealpha=0.8)
     zero = train_means(records, "bot/frac_zero_signal_groups")
     methods = sorted(zero)
     bx.bar(

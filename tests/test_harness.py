@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -10,7 +11,7 @@ from botgrpo.harness.compare import compare
 from botgrpo.harness.config import CompareConfig
 from botgrpo.harness.results import load_records
 from botgrpo.harness.summary import pick_thresholds, speedup_lines
-from botgrpo.harness.warmstart import WarmStartConfig, warm_start
+from botgrpo.harness.warmstart import WarmStartConfig, _lr_at, warm_start
 from botgrpo.tasks import ChainArithmetic
 from botgrpo.tiny import TinyModelSpec
 
@@ -34,6 +35,7 @@ def test_pipeline_at_a_tiny_budget_with_a_user_task(tmp_path):
         num_generations=2,
         max_completion_length=16,
         warm_start_steps=3,
+        warmup_steps=1,
         workers=2,
         progress=False,
     )
@@ -46,14 +48,54 @@ def test_pipeline_at_a_tiny_budget_with_a_user_task(tmp_path):
     }
     assert all("pass@1" in r and "pass@2" in r for r in evals)
     assert any(r["kind"] == "train" and "bot/frac_zero_signal_groups" in r for r in records)
+    drift = {(r["method"], r["step"]): r["weight_drift"] for r in evals}
+    assert drift[("bot", 0)] == drift[("grpo", 0)] == 0.0  # measured from the step-0 weights
+    assert drift[("bot", 2)] > 0  # a group without signal (possible in grpo here) moves nothing
     png = (root / "curves.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     text = summary.read_text()
-    assert "| bot |" in text and "| grpo |" in text
+    assert "| bot |" in text and "| grpo |" in text and "weight drift" in text
     # a second call resumes: finished runs are skipped, the results are the same
     done = {p: p.stat().st_mtime for p in root.glob("runs/*/done.json")}
     compare(cfg)
     assert {p: p.stat().st_mtime for p in root.glob("runs/*/done.json")} == done
+
+
+@pytest.mark.slow
+def test_compare_starts_from_a_given_checkpoint_without_a_warm_start(tmp_path):
+    from botgrpo.tiny import build_tiny_model
+
+    build_tiny_model(tmp_path / "mine", spec=SMALL)
+    cfg = CompareConfig(
+        name="own",
+        out_dir=str(tmp_path / "out"),
+        task="tests.user_task:make_task",
+        methods=("bot",),
+        seeds=1,
+        steps=1,
+        eval_every=1,
+        eval_problems=4,
+        pass_samples=0,
+        prompts_per_step=2,
+        num_generations=2,
+        max_completion_length=8,
+        warmup_steps=0,
+        init_model=str(tmp_path / "mine"),
+        workers=1,
+        progress=False,
+    )
+    compare(cfg)
+    assert not (tmp_path / "out" / ".cache").exists()  # no warm start was trained
+    root = tmp_path / "out" / "own"
+    records = load_records(root / "metrics.jsonl")
+    assert [r["step"] for r in records if r["kind"] == "eval"] == [0, 1]
+    [done] = root.glob("runs/*/done.json")
+    assert json.loads(done.read_text())["settings"]["model_path"] == str(tmp_path / "mine")
+    # resuming under the same name with a setting that changes the runs is refused
+    with pytest.raises(ValueError, match=r"different settings.*max_completion_length"):
+        compare(dataclasses.replace(cfg, max_completion_length=9))
+    with pytest.raises(ValueError, match="neither a local model folder"):
+        compare(dataclasses.replace(cfg, init_model=str(tmp_path / "typo")))
 
 
 def test_warm_start_cache_reuses_and_invalidates(tmp_path):
@@ -65,10 +107,26 @@ def test_warm_start_cache_reuses_and_invalidates(tmp_path):
     assert (first / "model.safetensors").stat().st_mtime_ns == stamp  # not retrained
     changed = WarmStartConfig(steps=3, batch_size=4, model=SMALL)
     assert warm_start(task, changed, tmp_path, progress=False) != first
+    stopped_early = WarmStartConfig(steps=2, batch_size=4, model=SMALL, schedule_steps=10)
+    assert warm_start(task, stopped_early, tmp_path, progress=False) != first
+    # schedule_steps equal to steps trains identically, so it hits the same cache entry
+    same = WarmStartConfig(steps=2, batch_size=4, model=SMALL, schedule_steps=2)
+    assert warm_start(task, same, tmp_path, progress=False) == first
     other_task = ChainArithmetic(min_steps=1, max_steps=3)
     assert warm_start(other_task, cfg, tmp_path, progress=False) != first
     meta = json.loads((first / "warm_start.json").read_text())
     assert meta["config"]["steps"] == 2
+
+
+def test_warm_start_schedule_can_stop_a_longer_run_early():
+    # 5% warm-up, then cosine from lr to 0.1 lr over the schedule; stopping at step 425 of 700
+    # leaves the rate where the 700-step run has it, not at the end of a 425-step decay
+    assert _lr_at(0, 700, 1.0) == pytest.approx(1 / 35)
+    assert _lr_at(35, 700, 1.0) == pytest.approx(1.0)
+    assert _lr_at(699, 700, 1.0) == pytest.approx(0.1, abs=1e-4)
+    assert _lr_at(424, 700, 1.0) > _lr_at(424, 425, 1.0) + 0.3
+    with pytest.raises(ValueError, match=r"schedule_steps \(5\) must be 0 or >= steps"):
+        WarmStartConfig(steps=10, schedule_steps=5)
 
 
 def test_config_rejects_bad_options():
@@ -78,6 +136,12 @@ def test_config_rejects_bad_options():
         CompareConfig(num_generations=1)
     with pytest.raises(ValueError, match="learning rates must be > 0"):
         CompareConfig(lr_sweep=(1e-3, 0.0))
+    with pytest.raises(ValueError, match="warm_start_schedule_steps must be 0 or >="):
+        CompareConfig(warm_start_steps=400, warm_start_schedule_steps=300)
+    with pytest.raises(ValueError, match="warmup_steps must be >= 0"):
+        CompareConfig(warmup_steps=-1)
+    with pytest.raises(ValueError, match=r"warmup_steps \(20\) must be < steps \(20\)"):
+        CompareConfig(steps=20, warmup_steps=20)
 
 
 def _curves(**runs):

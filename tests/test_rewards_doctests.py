@@ -23,6 +23,9 @@ MODULES = [
     "botgrpo.rewards.types",
     "botgrpo.rewards.validate",
     "botgrpo.viz",
+    "botgrpo.harness.runner",
+    "botgrpo.trl.presets",
+    "botgrpo.tasks.reward",
 ]
 
 

@@ -26,7 +26,7 @@ from botgrpo.harness.runner import RunSpec, execute_run, is_done, run_label
 
 def _progress_of(spec: RunSpec) -> int:
     path = Path(spec.run_dir) / "progress.json"
-    if is_done(spec.run_dir):
+    if is_done(spec):
         return spec.config.steps
     try:
         return int(json.loads(path.read_text())["step"])
@@ -36,7 +36,7 @@ def _progress_of(spec: RunSpec) -> int:
 
 def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> None:
     """Run every unfinished spec, ``workers`` at a time, with one progress bar over all steps."""
-    todo = [s for s in specs if not is_done(s.run_dir)]
+    todo = [s for s in specs if not is_done(s)]
     if not todo:
         return
     total = sum(s.config.steps for s in todo)
@@ -59,7 +59,7 @@ def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> No
 def _specs(
     cfg: CompareConfig,
     root: Path,
-    model_path: Path,
+    model_path: str | Path,
     lrs: dict[str, float],
     seeds: range,
     folder: str,
@@ -71,7 +71,9 @@ def _specs(
     ]
 
 
-def sweep_learning_rates(cfg: CompareConfig, root: Path, model_path: Path) -> dict[str, float]:
+def sweep_learning_rates(
+    cfg: CompareConfig, root: Path, model_path: str | Path
+) -> dict[str, float]:
     """Best learning rate per method on seed 0 (highest mean validation accuracy)."""
     from botgrpo.harness.results import load_records
 
@@ -104,6 +106,23 @@ def sweep_learning_rates(cfg: CompareConfig, root: Path, model_path: Path) -> di
     return best
 
 
+def _checked_init_model(name: str) -> str:
+    """``name`` as an absolute path when it is a local folder; loads its config first so a typo
+    fails here, once, rather than in every worker."""
+    from transformers import AutoConfig
+
+    local = Path(name).expanduser()
+    resolved = str(local.resolve()) if local.exists() else name
+    try:
+        AutoConfig.from_pretrained(resolved)
+    except (OSError, ValueError) as err:
+        raise ValueError(
+            f"--init-model {name!r} is neither a local model folder nor a loadable hub model "
+            f"({err}); pass a folder saved with save_pretrained or a hub name"
+        ) from err
+    return resolved
+
+
 def compare(cfg: CompareConfig) -> Path:
     """Run the whole comparison; returns the path of ``summary.md``."""
     from botgrpo.harness.evaluate import held_out_prompts
@@ -117,12 +136,19 @@ def compare(cfg: CompareConfig) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.json").write_text(json.dumps(cfg.__dict__, indent=2, default=list))
     start = time.perf_counter()
-    ws = WarmStartConfig(steps=cfg.warm_start_steps, lr=cfg.warm_start_lr)
     task = load_task(cfg.task)
-    held = held_out_prompts(task, cfg.eval_problems)
-    model_path = warm_start(
-        task, ws, Path(cfg.out_dir) / ".cache", exclude=held, progress=cfg.progress
-    )
+    if cfg.init_model:
+        model_path = _checked_init_model(cfg.init_model)
+    else:
+        ws = WarmStartConfig(
+            steps=cfg.warm_start_steps,
+            lr=cfg.warm_start_lr,
+            schedule_steps=cfg.warm_start_schedule_steps,
+        )
+        held = held_out_prompts(task, cfg.eval_problems)
+        model_path = warm_start(
+            task, ws, Path(cfg.out_dir) / ".cache", exclude=held, progress=cfg.progress
+        )
     if cfg.lr_sweep:
         lrs = sweep_learning_rates(cfg, root, model_path)
     else:

@@ -38,7 +38,7 @@ class RunSpec:
         method: the BoTGRPOTrainer preset.
         seed: data order and sampling seed.
         learning_rate: the run's learning rate.
-        model_path: the warm-start checkpoint.
+        model_path: the starting checkpoint (the cached warm start, or ``init_model``).
         run_dir: the run's output folder.
         config: the comparison's options.
         stream: the held-out stream it is evaluated on: "test" (reported) or "validation"
@@ -63,9 +63,80 @@ def run_label(method: str, seed: int, lr: float) -> str:
     return f"{method}-lr{lr:g}-s{seed}"
 
 
-def is_done(run_dir: str | Path) -> bool:
-    """Whether the run in ``run_dir`` finished."""
-    return (Path(run_dir) / "done.json").exists()
+#: Options that do not change what a single run computes (so resuming with them changed is fine).
+_NOT_RUN_SETTINGS = (
+    "name",
+    "out_dir",
+    "methods",
+    "seeds",
+    "lr_sweep",
+    "thresholds",
+    "workers",
+    "progress",
+)
+
+
+def run_settings(spec: RunSpec) -> dict:
+    """What a run's results depend on: its method, seed, rate, checkpoint and the run options."""
+    options = {k: v for k, v in asdict(spec.config).items() if k not in _NOT_RUN_SETTINGS}
+    options = json.loads(json.dumps(options, default=list))  # tuples -> lists, as stored
+    return {
+        "method": spec.method,
+        "seed": spec.seed,
+        "learning_rate": spec.learning_rate,
+        "model_path": spec.model_path,
+        "stream": spec.stream,
+        **options,
+    }
+
+
+def is_done(spec: RunSpec) -> bool:
+    """Whether ``spec``'s run finished; ValueError when its folder holds a finished run made
+    with different settings (resuming would mix incomparable runs)."""
+    path = Path(spec.run_dir) / "done.json"
+    if not path.exists():
+        return False
+    stored = json.loads(path.read_text()).get("settings")
+    if stored is None:  # written before settings were recorded: nothing to compare
+        return True
+    now = run_settings(spec)
+    changed = sorted(k for k in now.keys() | stored.keys() if now.get(k) != stored.get(k))
+    if changed:
+        raise ValueError(
+            f"{spec.run_dir} holds a finished run made with different settings "
+            f"({', '.join(f'{k}: {stored.get(k)!r} -> {now.get(k)!r}' for k in changed)}); "
+            "use a new --name, or delete that folder to rerun it"
+        )
+    return True
+
+
+def snapshot_params(model) -> list:
+    """A float32 CPU copy of the model's parameters (the reference for :func:`weight_drift`)."""
+    return [p.detach().float().cpu().clone() for p in model.parameters()]
+
+
+def weight_drift(model, initial_params: list) -> float:
+    """||theta - theta_0|| / ||theta_0|| over all parameters, in float32: how far a run has
+    moved its weights (its effective step size, summed over the run).
+
+    >>> import torch
+    >>> m = torch.nn.Linear(2, 1, bias=False)
+    >>> with torch.no_grad():
+    ...     _ = m.weight.copy_(torch.tensor([[3.0, 4.0]]))
+    >>> start = snapshot_params(m)
+    >>> with torch.no_grad():
+    ...     _ = m.weight.add_(torch.tensor([[0.0, 0.5]]))
+    >>> weight_drift(m, start)
+    0.1
+    """
+    params = list(model.parameters())
+    if len(params) != len(initial_params):
+        raise ValueError(f"model has {len(params)} parameters, the snapshot {len(initial_params)}")
+    diff = norm = 0.0
+    for p, p0 in zip(params, initial_params, strict=True):
+        diff += float((p.detach().float().cpu() - p0).pow(2).sum())
+        norm += float(p0.pow(2).sum())
+    return (diff / norm) ** 0.5 if norm > 0 else 0.0
 
 
 def _recorder(spec: RunSpec, task, eval_examples, pass_examples):
@@ -83,6 +154,21 @@ def _recorder(spec: RunSpec, task, eval_examples, pass_examples):
             fh.write(json.dumps({**base, **record}) + "\n")
 
     class Recorder(TrainerCallback):
+        initial: list | None = None
+
+        def _drift(self, model) -> float:
+            """||theta - theta_0|| / ||theta_0||: how far the run has moved its weights."""
+            import torch
+
+            params = [p.detach() for p in model.parameters()]
+            if self.initial is None:
+                self.initial = [p.clone() for p in params]
+            diff = sum(
+                float((p - p0).pow(2).sum()) for p, p0 in zip(params, self.initial, strict=True)
+            )
+            norm = sum(float(p0.pow(2).sum()) for p0 in self.initial)
+            return (diff / max(norm, torch.finfo(torch.float32).tiny)) ** 0.5
+
         def _evaluate(self, model, step: int) -> None:
             was_training = model.training
             start = time.perf_counter()
@@ -94,6 +180,7 @@ def _recorder(spec: RunSpec, task, eval_examples, pass_examples):
                 "step": step,
                 "accuracy": greedy.accuracy,
                 "step_accuracy": greedy.step_accuracy,
+                "weight_drift": self._drift(model),
             }
             if cfg.pass_samples > 0 and pass_examples:
                 sampled = evaluate(
@@ -150,7 +237,8 @@ def _trainer_config(spec: RunSpec, out: Path):
         w_g=cfg.w_g,
         w_s=cfg.w_s,
         learning_rate=spec.learning_rate,
-        lr_scheduler_type="constant",
+        lr_scheduler_type="constant_with_warmup",
+        warmup_steps=cfg.warmup_steps,
         max_steps=cfg.steps,
         per_device_train_batch_size=cfg.prompts_per_step * cfg.num_generations,
         num_generations=cfg.num_generations,
@@ -207,7 +295,7 @@ def execute_run(spec: RunSpec) -> str:
         json.dumps(
             {
                 "seconds": time.perf_counter() - start,
-                "spec": {**asdict(spec), "config": None},
+                "settings": run_settings(spec),
             }
         )
     )

@@ -1,7 +1,7 @@
 """summary.md: steps to thresholds, final accuracy, speedups with bootstrap intervals.
 
-- Thresholds: given, or 25/50/75% of the way from the warm-start accuracy to the best mean
-  accuracy any method reached.
+- Thresholds: given, or 25/50/75% of the way from the starting accuracy (step 0) to the best
+  mean accuracy any method reached.
 - Steps-to-threshold per run: the first evaluation step at or above the threshold; a run that
   never gets there counts at the budget (its ratio is then a bound) and is reported as censored.
 - Speedup of bot: mean steps of the baseline / mean steps of bot over seeds, with a paired
@@ -106,6 +106,24 @@ def speedup_lines(steps: dict, threshold: float, budget: int) -> list[str]:
     return lines
 
 
+def final_eval_means(records: list[dict], key: str) -> dict[str, float]:
+    """method -> mean over seeds of ``key`` in each run's last evaluation (runs lacking it skip)."""
+    last: dict[tuple[str, int], dict] = {}
+    for r in records:
+        if r.get("kind") == "eval" and key in r:
+            k = (r["method"], r["seed"])
+            if k not in last or r["step"] >= last[k]["step"]:
+                last[k] = r
+    by_method: dict[str, list[float]] = {}
+    for (m, _), r in last.items():
+        by_method.setdefault(m, []).append(float(r[key]))
+    return {m: float(np.mean(v)) for m, v in by_method.items()}
+
+
+def _cell(values: dict[str, float], m: str, fmt: str) -> str:
+    return format(values[m], fmt) if m in values else "-"
+
+
 def write_summary(
     records: list[dict], cfg: CompareConfig, lrs: dict[str, float], out: Path, *, seconds: float
 ) -> Path:
@@ -114,10 +132,12 @@ def write_summary(
     thresholds = pick_thresholds(curves, cfg.thresholds)
     steps_at = {t: run_steps(curves, t) for t in thresholds}
     zero = train_means(records, "bot/frac_zero_signal_groups")
+    step_acc = final_eval_means(records, "step_accuracy")
+    drift = final_eval_means(records, "weight_drift")
     head = (
         "| method | lr | final acc (mean ± sd) | best acc | "
         + " | ".join(f"steps to {t:.3f}" for t in thresholds)
-        + " | groups with signal |"
+        + " | groups with signal | final step acc | weight drift |"
     )
     lines = [
         f"# {cfg.name}: {cfg.task}, {len(cfg.methods)} methods x {cfg.seeds} seeds, "
@@ -133,7 +153,9 @@ def write_summary(
         signal = f"{1 - zero[m]:.0%}" if m in zero else "-"
         lines.append(
             f"| {m} | {lrs.get(m, cfg.learning_rate):g} | {np.mean(finals):.3f} ± "
-            f"{np.std(finals):.3f} | {best:.3f} | " + " | ".join(cells) + f" | {signal} |"
+            f"{np.std(finals):.3f} | {best:.3f} | "
+            + " | ".join(cells)
+            + f" | {signal} | {_cell(step_acc, m, '.3f')} | {_cell(drift, m, '.2e')} |"
         )
     lines += ["", "Speedups (ratio of mean steps-to-threshold, paired bootstrap over seeds):"]
     warning = noise_warning(curves, thresholds, cfg.eval_problems)
@@ -146,6 +168,9 @@ def write_summary(
         f"Evaluation: greedy accuracy on {cfg.eval_problems} held-out problems every "
         f"{cfg.eval_every} steps; {cfg.prompts_per_step} prompts x {cfg.num_generations} "
         f"rollouts per step; w_g = {cfg.w_g}, w_s = {cfg.w_s}. Wall time {seconds / 60:.1f} min.",
+        "Final step acc: share of correct steps in the greedy completions at the last evaluation. "
+        "Weight drift: ||theta - theta_0|| / ||theta_0|| at the end, the distance each method "
+        "moved its weights (a method can look faster just by moving further per step).",
         "Plot: curves.png. Raw records: metrics.jsonl.",
     ]
     text = "\n".join(lines) + "\n"

@@ -35,10 +35,14 @@ class WarmStartConfig:
     Attributes:
         steps: optimizer steps of supervised training on demonstrations.
         batch_size: demonstrations per step.
-        lr: peak AdamW learning rate (linear warm-up over 5% of steps, cosine decay to 10%).
+        lr: peak AdamW learning rate (linear warm-up over 5% of the schedule, cosine decay to
+            10% at its end; a run stopped early by ``schedule_steps`` ends above 10%).
         weight_decay: AdamW weight decay.
         seed: seed of the data stream and of the tiny model's initialisation.
         model: the tiny model's shape.
+        schedule_steps: length of the learning-rate schedule; 0 = ``steps``. A value above
+            ``steps`` stops a longer run early, at a checkpoint part-way through learning the
+            task (where single steps are mostly, not always, right).
     """
 
     steps: int = 600
@@ -51,19 +55,33 @@ class WarmStartConfig:
             hidden=128, layers=4, heads=4, kv_heads=2, intermediate=256, max_positions=256
         )
     )
+    schedule_steps: int = 0
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.batch_size < 1:
             raise ValueError("WarmStartConfig needs steps >= 0 and batch_size >= 1")
+        if self.schedule_steps and self.schedule_steps < self.steps:
+            raise ValueError(
+                f"WarmStartConfig.schedule_steps ({self.schedule_steps}) must be 0 or >= steps "
+                f"({self.steps})"
+            )
         if not self.lr > 0:
             raise ValueError(f"WarmStartConfig.lr must be > 0, got {self.lr}")
+
+    def _key_fields(self) -> dict:
+        """The config as hashed: schedule_steps only when it changes training (0 and ``steps``
+        train identically), so checkpoints cached before it existed stay valid."""
+        fields = asdict(self)
+        if fields.pop("schedule_steps") not in (0, self.steps):
+            fields["schedule_steps"] = self.schedule_steps
+        return fields
 
     def cache_key(self, task: Task, exclude: frozenset[str] = frozenset()) -> str:
         """Hash of the task's fingerprint, the excluded prompts, this config and the version."""
         payload = {
             "task": task_fingerprint(task),
             "exclude": hashlib.sha256("\n".join(sorted(exclude)).encode()).hexdigest(),
-            "config": asdict(self),
+            "config": self._key_fields(),
             "version": WARM_START_VERSION,
         }
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
@@ -123,7 +141,7 @@ def train_warm_start(
     bar = tqdm(range(config.steps), desc="warm start", disable=not progress, leave=False)
     for step in bar:
         for group in opt.param_groups:
-            group["lr"] = _lr_at(step, config.steps, config.lr)
+            group["lr"] = _lr_at(step, config.schedule_steps or config.steps, config.lr)
         loss = model(**_batch(task, tokenizer, rng, config.batch_size, exclude)).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -36,6 +36,7 @@ bench: venv
 	$(BIN)/python benchmarks/bench_rewards.py
 	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_trainer_overhead.py
+	$(BIN)/python benchmarks/bench_gradient_snr.py
 
 demo: venv
 	$(BIN)/botgrpo demo

@@ -177,10 +177,16 @@ def main() -> None:
         table[name] = (pair, demo)
         print(f"| {name} | {pair:.4f} | {demo:.4f} | {sig:.0%} |")
     for name in ("bot", "bot_uniform"):
-        print(
-            f"{name} / grpo: consistency {table[name][0] / table['grpo'][0]:.2f}x, "
-            f"toward demos {table[name][1] / table['grpo'][1]:.2f}x"
-        )
+        cells = [
+            f"{what} {ratio(table[name][i], table['grpo'][i])}"
+            for i, what in enumerate(("consistency", "toward demos"))
+        ]
+        print(f"{name} / grpo: " + ", ".join(cells))
+
+
+def ratio(x: float, base: float) -> str:
+    """x / base, or why not: a ratio to a baseline at or below zero means nothing."""
+    return f"{x / base:.2f}x" if base > 0 else f"n/a (grpo {base:.4f} <= 0 vs {x:.4f})"
 
 
 if __name__ == "__main__":

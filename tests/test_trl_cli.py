@@ -224,6 +224,8 @@ def test_demo_runs_grpo_and_bot_and_prints_the_summary(tmp_path, capsys):
         "8",
         "--warm-start-steps",
         "1",
+        "--warmup-steps",
+        "0",
         "--progress",
         "false",
     ]

@@ -54,8 +54,8 @@ class CompareConfig:
     learning_rate: float = 1e-4
     """Learning rate of every method (unless the sweep picks per method). On the default task
     2e-5 left every method where it started within 250 steps; at 1e-4 (after the warm-up) the
-    methods with a KL anchor (grpo, bot) stay stable while those without (dapo, gspo) drift
-    down: sweep per method (lr_sweep) for a fair comparison."""
+    methods with a KL anchor (grpo, bot) stay stable while those without one (dapo, gspo) or
+    with a weak one (pure) drift down: sweep per method (lr_sweep) for a fair comparison."""
     warmup_steps: int = 10
     """Linear learning-rate warm-up over this many optimizer steps, then constant (transformers'
     constant_with_warmup: step k < N runs at k/N of the rate, so the first step at 0). Adam's

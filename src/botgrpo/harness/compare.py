@@ -26,7 +26,7 @@ from botgrpo.harness.runner import RunSpec, execute_run, is_done, run_label
 
 def _progress_of(spec: RunSpec) -> int:
     path = Path(spec.run_dir) / "progress.json"
-    if is_done(spec):
+    if (Path(spec.run_dir) / "done.json").exists():  # settings were checked before the runs
         return spec.config.steps
     try:
         return int(json.loads(path.read_text())["step"])

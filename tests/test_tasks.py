@@ -13,6 +13,7 @@ from botgrpo.tasks.data import sample_examples, task_dataset
 from botgrpo.tasks.jsonl import JsonlTask
 from botgrpo.tasks.reasoning_gym import ReasoningGymTask
 from botgrpo.tasks.reward import make_task_reward
+from botgrpo.tasks.teacher import Teacher
 from botgrpo.tiny import build_char_tokenizer
 
 CHAIN = Example("7+5-3+9\n", "18", {"numbers": [7, 5, 3, 9], "ops": ["+", "-", "+"]})
@@ -22,8 +23,11 @@ def verdicts(task, example, completion):
     return [s.verdict for s in task.score(example, completion).steps]
 
 
+PERFECT = Teacher()
+
+
 def test_chain_keyed_layout():
-    task = ChainArithmetic()
+    task = ChainArithmetic(teacher=PERFECT)
     ex = task.sample(random.Random(0))
     assert ex.prompt.startswith(f"{ex.meta['numbers'][0]} a")
     demo = task.demonstration(ex)
@@ -35,7 +39,7 @@ def test_chain_keyed_layout():
 
 
 def test_chain_demonstration_is_correct_and_well_formed():
-    task = ChainArithmetic(keyed=False)
+    task = ChainArithmetic(keyed=False, teacher=PERFECT)
     assert task.demonstration(CHAIN) == "7+5=12\n12-3=9\n9+9=18\nAnswer: 18"
     score = task.score(CHAIN, task.demonstration(CHAIN))
     assert (score.outcome, score.well_formed, verdicts(task, CHAIN, task.demonstration(CHAIN))) == (
@@ -75,7 +79,7 @@ def test_chain_spans_point_at_the_lines():
 
 
 def test_chain_samples_keep_the_running_total_in_range():
-    task = ChainArithmetic(min_steps=10, max_steps=10, max_total=20)
+    task = ChainArithmetic(min_steps=10, max_steps=10, max_total=20, teacher=PERFECT)
     rng = random.Random(0)
     for _ in range(50):
         ex = task.sample(rng)
@@ -89,7 +93,7 @@ COLUMNS = Example("4827+3956\n", "8783", {"a": 4827, "b": 3956})
 
 
 def test_columns_demonstration_and_verdicts():
-    task = ColumnAddition()
+    task = ColumnAddition(teacher=PERFECT)
     demo = task.demonstration(COLUMNS)
     assert demo == "7+6+0=13\n2+5+1=8\n8+9+0=17\n4+3+1=8\nAnswer: 8783"
     assert verdicts(task, COLUMNS, demo) == [1, 1, 1, 1]
@@ -102,7 +106,10 @@ def test_columns_demonstration_and_verdicts():
 
 def test_columns_pads_the_shorter_addend():
     ex = Example("105+7\n", "112", {"a": 105, "b": 7})
-    assert ColumnAddition().demonstration(ex) == "5+7+0=12\n0+0+1=1\n1+0+0=1\nAnswer: 112"
+    assert (
+        ColumnAddition(teacher=PERFECT).demonstration(ex)
+        == "5+7+0=12\n0+0+1=1\n1+0+0=1\nAnswer: 112"
+    )
 
 
 def test_task_reward_spreads_verdicts_over_line_tokens():

@@ -178,7 +178,7 @@ def test_botgrpo_tasks_and_their_step_reward(tiny_tokenizer):
 
     [reward] = load_reward_funcs(script.reward_funcs, tiny_tokenizer, None, load_task("chain"))
     row = train[0]
-    demo = load_task("chain").demonstration(Example.from_row(**row))
+    demo = load_task("chain:slip=none").demonstration(Example.from_row(**row))
     ids = [*tiny_tokenizer(demo).input_ids, tiny_tokenizer.eos_token_id]
     [tr] = reward(
         prompts=[row["prompt"]],

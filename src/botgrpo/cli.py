@@ -3,6 +3,7 @@
     botgrpo train --config recipes/arithmetic_tiny_cpu.yaml [--any_config_field VALUE ...]
     botgrpo compare --task chain --methods grpo bot --seeds 5 [--steps N ...]
     botgrpo demo [--steps N ...]
+    botgrpo warm-start [--task chain] [--retrain] [--package NAME]
 
 Each subcommand owns its parser (``train`` uses TRL's ``TrlParser``); new subcommands register
 in :data:`COMMANDS`. For several processes launch the module, e.g.
@@ -34,17 +35,27 @@ def _demo(argv: Sequence[str]) -> int:
     return demo_main(argv)
 
 
+def _warm_start(argv: Sequence[str]) -> int:
+    from botgrpo.harness.cli import warm_start_main
+
+    return warm_start_main(argv)
+
+
 #: Subcommand name -> (one-line help, runner taking the remaining arguments).
 COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
     "train": ("train with BoTGRPOTrainer from a YAML recipe and/or flags", _train),
     "compare": ("methods x seeds from one warm start: curves, speedups with intervals", _compare),
     "demo": ("GRPO vs BoT-GRPO on the built-in task with a tiny offline model", _demo),
+    "warm-start": (
+        "train or rebuild a task's warm start and print its held-out metrics",
+        _warm_start,
+    ),
 }
 
 
 def _usage() -> str:
     lines = ["usage: botgrpo <command> [options]", "", "commands:"]
-    lines += [f"  {name:<8} {help_}" for name, (help_, _) in COMMANDS.items()]
+    lines += [f"  {name:<10} {help_}" for name, (help_, _) in COMMANDS.items()]
     lines += ["", "botgrpo <command> --help shows a command's options."]
     return "\n".join(lines)
 

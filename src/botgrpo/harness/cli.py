@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from pathlib import Path
 
 from botgrpo.harness.config import CompareConfig, add_dataclass_arguments, config_from_args
 
@@ -65,4 +66,75 @@ def demo_main(argv: Sequence[str]) -> int:
     )
     summary = compare(cfg)
     print(f"summary: {summary}\nplot:    {summary.parent / 'curves.png'}")
+    return 0
+
+
+def _evaluate_checkpoint(path, task, cfg: CompareConfig) -> dict[str, float]:
+    """The held-out metrics of a checkpoint, as a comparison's step-0 evaluation measures them."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from botgrpo.harness.evaluate import evaluate, held_out_examples
+
+    torch.manual_seed(0)
+    result = evaluate(
+        AutoModelForCausalLM.from_pretrained(path),
+        AutoTokenizer.from_pretrained(path),
+        task,
+        held_out_examples(task, cfg.eval_problems),
+        max_new_tokens=cfg.max_completion_length,
+        n_samples=cfg.pass_samples,
+        sample_problems=cfg.pass_problems,
+        ks=(1,),
+        temperature=cfg.temperature,
+    )
+    return {k: round(v, 4) for k, v in result.record().items()}
+
+
+def warm_start_main(argv: Sequence[str]) -> int:
+    """``botgrpo warm-start``: train (or rebuild) the warm start of a comparison and report its
+    held-out metrics; ``--package`` writes it where the package ships its warm starts."""
+    import json
+    import shutil
+
+    from botgrpo.harness.compare import starting_checkpoint
+    from botgrpo.harness.warmstart import PACKAGED_DIR
+    from botgrpo.tasks import load_task
+
+    parser = argparse.ArgumentParser(
+        prog="botgrpo warm-start",
+        description="Train the supervised warm start a comparison on TASK starts from (cached "
+        "under OUT_DIR/.cache; never on held-out problems) and print its held-out metrics. "
+        "`botgrpo warm-start --retrain --package chain` rebuilds the checkpoint shipped for the "
+        "default task.",
+    )
+    keep = ("task", "out_dir", "warm_start_steps", "warm_start_lr", "warm_start_schedule_steps")
+    keep += ("eval_problems", "pass_samples", "pass_problems", "max_completion_length")
+    add_dataclass_arguments(parser, CompareConfig, None, only=keep)
+    parser.add_argument("--retrain", action="store_true", help="train even if shipped or cached")
+    parser.add_argument("--package", metavar="NAME", help="copy it to the package's warm starts")
+    ns = parser.parse_args(list(argv))
+    try:
+        cfg = CompareConfig(**{k: getattr(ns, k) for k in keep}, metric="greedy_solved")
+        task = load_task(cfg.task)
+    except ValueError as err:
+        parser.error(str(err))
+    if ns.retrain:
+        from botgrpo.harness.compare import warm_start_config
+        from botgrpo.harness.evaluate import held_out_prompts
+
+        key = warm_start_config(cfg).cache_key(task, held_out_prompts(task, cfg.eval_problems))
+        shutil.rmtree(Path(cfg.out_dir) / ".cache" / f"warm-{key}", ignore_errors=True)
+    path = starting_checkpoint(cfg, task, use_packaged=not ns.retrain)
+    meta_path = path / "warm_start.json"
+    meta = json.loads(meta_path.read_text())
+    meta["metrics"] = _evaluate_checkpoint(path, task, cfg)
+    meta_path.write_text(json.dumps(meta, indent=2))
+    print(f"warm start: {path}")
+    print("held-out metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in meta["metrics"].items()))
+    if ns.package:
+        target = PACKAGED_DIR / ns.package
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(path, target)
+        print(f"packaged: {target}")
     return 0

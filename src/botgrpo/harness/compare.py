@@ -3,10 +3,11 @@
 1. Warm start (cached by hash) -> the shared initial checkpoint.
 2. Optional learning-rate sweep: every method at every rate on seed 0, evaluated on a separate
    validation stream of held-out problems; each method keeps the rate with the highest mean
-   validation accuracy over its run (the reported test problems never choose a rate).
+   of the lead metric over its run (the reported test problems never choose a rate).
 3. Every (method, seed) run at its rate, ``workers`` at a time, one CPU thread each; finished
    runs are skipped when the command is run again.
-4. ``metrics.jsonl`` (all records), ``curves.png`` and ``summary.md`` in ``OUT_DIR/NAME/``.
+4. ``metrics.jsonl`` (all records), ``summary.md``, ``summary.json`` and ``curves.png`` in
+   ``OUT_DIR/NAME/``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,9 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from botgrpo.harness.config import CompareConfig
+from botgrpo.harness.evaluate import held_out_prompts
 from botgrpo.harness.runner import RunSpec, execute_run, is_done, run_label
+from botgrpo.harness.warmstart import WarmStartConfig, warm_start
 
 
 def _progress_of(spec: RunSpec) -> int:
@@ -74,7 +77,8 @@ def _specs(
 def sweep_learning_rates(
     cfg: CompareConfig, root: Path, model_path: str | Path
 ) -> dict[str, float]:
-    """Best learning rate per method on seed 0 (highest mean validation accuracy)."""
+    """Best learning rate per method on seed 0 (highest mean of the lead metric on the
+    validation stream)."""
     from botgrpo.harness.results import load_records
 
     specs = [
@@ -96,7 +100,7 @@ def sweep_learning_rates(
         scores = {}
         for spec in (s for s in specs if s.method == m):
             evals = [
-                r["accuracy"]
+                r[cfg.metric]
                 for r in load_records(Path(spec.run_dir) / "metrics.jsonl")
                 if r["kind"] == "eval"
             ]
@@ -123,13 +127,34 @@ def _checked_init_model(name: str) -> str:
     return resolved
 
 
+def warm_start_config(cfg: CompareConfig) -> WarmStartConfig:
+    """The warm-start options of a comparison."""
+    return WarmStartConfig(
+        steps=cfg.warm_start_steps,
+        lr=cfg.warm_start_lr,
+        schedule_steps=cfg.warm_start_schedule_steps,
+    )
+
+
+def starting_checkpoint(cfg: CompareConfig, task, *, use_packaged: bool = True) -> Path:
+    """The cached (or shipped, or freshly trained) warm start every run of ``cfg`` starts from;
+    it never trains on the held-out problems."""
+    held = held_out_prompts(task, cfg.eval_problems)
+    return warm_start(
+        task,
+        warm_start_config(cfg),
+        Path(cfg.out_dir) / ".cache",
+        exclude=held,
+        progress=cfg.progress,
+        use_packaged=use_packaged,
+    )
+
+
 def compare(cfg: CompareConfig) -> Path:
     """Run the whole comparison; returns the path of ``summary.md``."""
-    from botgrpo.harness.evaluate import held_out_prompts
     from botgrpo.harness.plots import plot_curves
     from botgrpo.harness.results import collect, load_records
     from botgrpo.harness.summary import write_summary
-    from botgrpo.harness.warmstart import WarmStartConfig, warm_start
     from botgrpo.tasks import load_task
 
     root = Path(cfg.out_dir) / cfg.name
@@ -138,17 +163,9 @@ def compare(cfg: CompareConfig) -> Path:
     start = time.perf_counter()
     task = load_task(cfg.task)
     if cfg.init_model:
-        model_path = _checked_init_model(cfg.init_model)
+        model_path: str | Path = _checked_init_model(cfg.init_model)
     else:
-        ws = WarmStartConfig(
-            steps=cfg.warm_start_steps,
-            lr=cfg.warm_start_lr,
-            schedule_steps=cfg.warm_start_schedule_steps,
-        )
-        held = held_out_prompts(task, cfg.eval_problems)
-        model_path = warm_start(
-            task, ws, Path(cfg.out_dir) / ".cache", exclude=held, progress=cfg.progress
-        )
+        model_path = starting_checkpoint(cfg, task)
     if cfg.lr_sweep:
         lrs = sweep_learning_rates(cfg, root, model_path)
     else:
@@ -157,8 +174,26 @@ def compare(cfg: CompareConfig) -> Path:
     run_all(specs, cfg.workers, cfg.progress, f"{cfg.name}: {len(specs)} runs")
     collect([Path(s.run_dir) for s in specs], root / "metrics.jsonl")
     records = load_records(root / "metrics.jsonl")
-    plot_curves(records, root / "curves.png", title=f"{cfg.task}: held-out accuracy")
     summary = write_summary(
-        records, cfg, lrs, root / "summary.md", seconds=time.perf_counter() - start
+        records,
+        cfg,
+        lrs,
+        root / "summary.md",
+        seconds=time.perf_counter() - start,
+        run_seconds=_run_seconds(specs),
     )
+    thresholds = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
+    plot_curves(records, root / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thresholds)
     return summary
+
+
+def _run_seconds(specs: list[RunSpec]) -> dict[str, list[float]]:
+    """method -> training wall time of each finished run (from its done.json)."""
+    out: dict[str, list[float]] = {}
+    for spec in specs:
+        try:
+            seconds = json.loads((Path(spec.run_dir) / "done.json").read_text())["seconds"]
+        except (OSError, ValueError, KeyError):
+            continue
+        out.setdefault(spec.method, []).append(float(seconds))
+    return out

@@ -12,6 +12,7 @@ import itertools
 import typing
 from dataclasses import dataclass
 
+from botgrpo.harness.results import EVAL_METRICS
 from botgrpo.trl.presets import PRESETS
 
 DEFAULT_METHODS = ("grpo", "dapo", "gspo", "pure", "bot", "bot_uniform")
@@ -37,17 +38,22 @@ class CompareConfig:
     eval_every: int = 20
     """Evaluate on the held-out problems every this many steps (and at step 0)."""
     eval_problems: int = 500
-    """Held-out problems per evaluation (greedy accuracy)."""
+    """Held-out problems per evaluation (greedy metrics)."""
     pass_samples: int = 4
-    """Sampled completions per held-out problem for pass@k (0 disables pass@k)."""
+    """Completions sampled per held-out problem at the training temperature for the sampled
+    metrics (sampled_solved = pass@1, sampled_step_acc) and pass@k; 0 = greedy metrics only."""
     pass_problems: int = 500
-    """Held-out problems used for pass@k (the first ones of the greedy set; lower it to save
-    time: sampling costs pass_samples times a greedy evaluation)."""
+    """Held-out problems used for the sampled metrics (the first ones of the greedy set; lower it
+    to save time: sampling costs pass_samples times a greedy evaluation)."""
+    metric: str = "sampled_solved"
+    """The metric that thresholds, speedups, the lr sweep and the summary lead with:
+    greedy_solved, greedy_step_acc, sampled_solved or sampled_step_acc (see docs/compare.md).
+    sampled_solved, the policy's expected solve rate, is what RL raises and the least noisy."""
     prompts_per_step: int = 8
     """Prompts per optimizer step."""
     num_generations: int = 8
     """Rollouts per prompt (K)."""
-    max_completion_length: int = 160
+    max_completion_length: int = 192
     """Longest completion in tokens."""
     temperature: float = 1.0
     """Sampling temperature of the rollouts."""
@@ -69,11 +75,11 @@ class CompareConfig:
     """Weight of the outcome G in r_t = w_g G + w_s S_t + b_format."""
     w_s: float = 0.5
     """Weight of the local step signal S_t."""
-    warm_start_steps: int = 425
+    warm_start_steps: int = 3000
     """Supervised warm-start steps (cached by config hash, shared by every run)."""
     warm_start_lr: float = 3e-3
     """Warm-start learning rate."""
-    warm_start_schedule_steps: int = 700
+    warm_start_schedule_steps: int = 0
     """Length of the warm start's learning-rate schedule (0 = warm_start_steps); above
     warm_start_steps it stops a longer run early, part-way through learning the task."""
     init_model: str = ""
@@ -89,6 +95,13 @@ class CompareConfig:
     """Show progress bars."""
 
     def __post_init__(self) -> None:
+        if self.metric not in EVAL_METRICS:
+            raise ValueError(f"unknown metric {self.metric!r}; valid: {', '.join(EVAL_METRICS)}")
+        if self.metric.startswith("sampled") and (self.pass_samples < 1 or self.pass_problems < 1):
+            raise ValueError(
+                f"metric {self.metric} needs sampled completions: set --pass-samples and "
+                "--pass-problems >= 1, or pick a greedy metric"
+            )
         unknown = [m for m in self.methods if m not in PRESETS]
         if unknown:
             raise ValueError(f"unknown method(s) {unknown}; valid: {', '.join(PRESETS)}")
@@ -146,12 +159,18 @@ def _field_docs(cls: type) -> dict[str, str]:
 
 
 def add_dataclass_arguments(
-    parser: argparse.ArgumentParser, cls: type, defaults: dict | None = None
+    parser: argparse.ArgumentParser,
+    cls: type,
+    defaults: dict | None = None,
+    only: tuple[str, ...] | None = None,
 ) -> None:
-    """Add one ``--field`` flag per dataclass field, help from its docstring."""
+    """Add one ``--field`` flag per dataclass field (or per field in ``only``), help from its
+    docstring."""
     docs = _field_docs(cls)
     hints = typing.get_type_hints(cls)
     for f in dataclasses.fields(cls):
+        if only is not None and f.name not in only:
+            continue
         default = (defaults or {}).get(f.name, f.default)
         hint = hints[f.name]
         flag = "--" + f.name.replace("_", "-")

@@ -1,4 +1,9 @@
-"""Held-out evaluation: greedy accuracy and pass@k from sampled completions.
+"""Held-out evaluation: greedy and sampled solve rates, step accuracies and pass@k.
+
+Four numbers per evaluation (``EVAL_METRICS``): the share of problems the greedy completion
+solves, the share of correct steps among the greedy completions' steps, the same two over
+``n_samples`` completions per problem sampled at the training temperature (sampled solved is the
+unbiased pass@1, the policy's expected outcome, which is what RL raises), and pass@k.
 
 Generation is batched with left padding through ``model.generate`` (the code path of any Hugging
 Face causal LM); completions are scored by the task, the same scorer that feeds the reward.
@@ -11,6 +16,7 @@ from dataclasses import dataclass
 
 import torch
 
+from botgrpo.harness.results import EVAL_METRICS
 from botgrpo.metrics import pass_at_k
 from botgrpo.tasks.base import Example, Task
 
@@ -40,9 +46,24 @@ def held_out_examples(task: Task, n: int, stream: str = "test") -> list[Example]
     return list(seen.values())
 
 
+#: Held-out problems reserved per stream whatever the evaluation size: training and the warm
+#: start exclude at least this many, so evaluating on fewer (a quick demo) reuses the same warm
+#: start, and its cache key does not depend on --eval-problems up to this size.
+HELD_OUT_RESERVE = 500
+
+
 def held_out_prompts(task: Task, n: int) -> frozenset[str]:
-    """Prompts of every held-out stream (test and validation), which training never sees."""
-    return frozenset(ex.prompt for s in HELD_OUT_STREAMS for ex in held_out_examples(task, n, s))
+    """Prompts of every held-out stream (test and validation), at least ``HELD_OUT_RESERVE``
+    each (fewer only when the task has fewer distinct problems), which training never sees.
+    Each stream's first ``n`` problems are those :func:`held_out_examples` evaluates on."""
+    out: set[str] = set()
+    for stream in HELD_OUT_STREAMS:
+        try:
+            examples = held_out_examples(task, max(n, HELD_OUT_RESERVE), stream)
+        except ValueError:  # a small task: reserve only what the evaluation uses
+            examples = held_out_examples(task, n, stream)
+        out.update(ex.prompt for ex in examples)
+    return frozenset(out)
 
 
 @torch.no_grad()
@@ -82,21 +103,37 @@ def generate(
     return out
 
 
+def _step_accuracy(scores) -> float:
+    verdicts = [v.verdict for s in scores for v in s.steps]
+    return sum(v == 1 for v in verdicts) / max(1, len(verdicts))
+
+
 @dataclass(frozen=True)
 class EvalResult:
     """Held-out metrics at one training step.
 
     Attributes:
-        accuracy: fraction of problems solved by the greedy completion.
-        step_accuracy: fraction of greedy steps judged correct (over all written steps).
+        greedy_solved: fraction of problems solved by the greedy completion.
+        greedy_step_acc: fraction of greedy steps judged correct (over all written steps).
+        sampled_solved: fraction of sampled completions that solve their problem (pass@1);
+            None without samples.
+        sampled_step_acc: fraction of the sampled completions' steps judged correct; None
+            without samples.
         pass_at: pass@k for each k, from ``n_samples`` sampled completions per problem.
-        n_problems: problems evaluated.
+        n_problems: problems evaluated greedily.
     """
 
-    accuracy: float
-    step_accuracy: float
+    greedy_solved: float
+    greedy_step_acc: float
+    sampled_solved: float | None
+    sampled_step_acc: float | None
     pass_at: dict[int, float]
     n_problems: int
+
+    def record(self) -> dict[str, float]:
+        """The metrics as an evaluation record's fields (absent sampled metrics left out)."""
+        out = {k: getattr(self, k) for k in EVAL_METRICS if getattr(self, k) is not None}
+        return {**out, **{f"pass@{k}": v for k, v in self.pass_at.items()}}
 
 
 def evaluate(
@@ -107,34 +144,42 @@ def evaluate(
     *,
     max_new_tokens: int,
     n_samples: int = 0,
+    sample_problems: int | None = None,
     ks: tuple[int, ...] = (1, 4),
     temperature: float = 1.0,
 ) -> EvalResult:
-    """Greedy accuracy on ``examples`` and, when ``n_samples`` > 0, unbiased pass@k."""
+    """Greedy metrics on ``examples`` and, when ``n_samples`` > 0, sampled metrics and unbiased
+    pass@k on the first ``sample_problems`` of them (all by default)."""
     prompts = [ex.prompt for ex in examples]
     greedy = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens)
     scores = [task.score(ex, c) for ex, c in zip(examples, greedy, strict=True)]
-    steps = [v.verdict for s in scores for v in s.steps]
+    sampled_solved = sampled_step = None
     pass_at: dict[int, float] = {}
-    if n_samples > 0:
+    subset = examples[:sample_problems] if sample_problems is not None else examples
+    if n_samples > 0 and subset:
         sampled = generate(
             model,
             tokenizer,
-            prompts,
+            [ex.prompt for ex in subset],
             max_new_tokens=max_new_tokens,
             temperature=temperature,
             num_return_sequences=n_samples,
         )
-        correct = [
-            sum(task.score(ex, c).solved for c in sampled[i * n_samples : (i + 1) * n_samples])
-            for i, ex in enumerate(examples)
+        per_problem = [
+            [task.score(ex, c) for c in sampled[i * n_samples : (i + 1) * n_samples]]
+            for i, ex in enumerate(subset)
         ]
+        correct = [sum(s.solved for s in group) for group in per_problem]
         for k in ks:
             if k <= n_samples:
-                pass_at[k] = sum(pass_at_k(n_samples, c, k) for c in correct) / len(examples)
+                pass_at[k] = sum(pass_at_k(n_samples, c, k) for c in correct) / len(subset)
+        sampled_solved = sum(correct) / (n_samples * len(subset))
+        sampled_step = _step_accuracy([s for group in per_problem for s in group])
     return EvalResult(
-        accuracy=sum(s.solved for s in scores) / len(scores),
-        step_accuracy=sum(v == 1 for v in steps) / max(1, len(steps)),
+        greedy_solved=sum(s.solved for s in scores) / len(scores),
+        greedy_step_acc=_step_accuracy(scores),
+        sampled_solved=sampled_solved,
+        sampled_step_acc=sampled_step,
         pass_at=pass_at,
         n_problems=len(examples),
     )

@@ -1,4 +1,10 @@
-"""curves.png: held-out accuracy per method, mean over seeds with the min-max band."""
+"""curves.png: four panels, one colour per method, mean over seeds with the seed band.
+
+1. The lead metric on the held-out problems (thresholds of the summary dotted).
+2. The matching step accuracy (greedy or sampled, as the lead metric).
+3. The share of the training rollouts that solved their problem, per step (moving average).
+4. The share of prompt groups that carried a learning signal.
+"""
 
 from __future__ import annotations
 
@@ -10,35 +16,72 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
 
-from botgrpo.harness.results import eval_curves, train_means
+from botgrpo.harness.results import eval_curves, train_curves, train_means
+
+#: Training steps averaged in the training-solved panel.
+SMOOTH_STEPS = 5
 
 
-def plot_curves(records: list[dict], out: Path, title: str) -> Path:
-    """Two panels: accuracy vs step (mean line, seed band), and the share of signal groups."""
-    curves = eval_curves(records)
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.5), gridspec_kw={"width_ratios": [3, 1]})
-    for i, (method, seeds) in enumerate(sorted(curves.items())):
-        steps = sorted(set.intersection(*(set(s) for s, _ in seeds.values())))
-        values = np.array(
-            [[dict(zip(s, v, strict=True))[t] for t in steps] for s, v in seeds.values()]
+def _aligned(seeds: dict) -> tuple[list, np.ndarray]:
+    """Steps every seed has, and the values there ([seeds, steps])."""
+    steps = sorted(set.intersection(*(set(s) for s, _ in seeds.values())))
+    values = np.array([[dict(zip(s, v, strict=True))[t] for t in steps] for s, v in seeds.values()])
+    return steps, values
+
+
+def _panel(ax, curves: dict, colors: dict, smooth: int = 1) -> None:
+    for method, seeds in sorted(curves.items()):
+        steps, values = _aligned(seeds)
+        if smooth > 1 and values.shape[1] >= smooth:
+            kernel = np.ones(smooth) / smooth
+            values = np.array([np.convolve(v, kernel, mode="valid") for v in values])
+            steps = steps[smooth - 1 :]
+        ax.plot(
+            steps,
+            values.mean(0),
+            color=colors[method],
+            lw=2,
+            label=f"{method} ({len(seeds)} seeds)",
         )
-        color = f"C{i}"
-        ax.plot(steps, values.mean(0), color=color, lw=2, label=f"{method} ({len(seeds)} seeds)")
         if len(seeds) > 1:
-            ax.fill_between(steps, values.min(0), values.max(0), color=color, alpha=0.15)
-    ax.set(xlabel="optimizer step", ylabel="held-out greedy accuracy", title=title)
+            ax.fill_between(steps, values.min(0), values.max(0), color=colors[method], alpha=0.15)
     ax.grid(alpha=0.3)
+
+
+def plot_curves(
+    records: list[dict],
+    out: Path,
+    metric: str = "sampled_solved",
+    title: str = "",
+    thresholds: tuple[float, ...] = (),
+) -> Path:
+    """Write the four-panel figure to ``out``."""
+    lead = eval_curves(records, metric)
+    step_key = "sampled_step_acc" if metric.startswith("sampled") else "greedy_step_acc"
+    methods = sorted(set(lead) | set(train_means(records, "bot/frac_zero_signal_groups")))
+    colors = {m: f"C{i}" for i, m in enumerate(methods)}
+    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
+    (ax, bx), (cx, dx) = axes
+    _panel(ax, lead, colors)
+    for t in thresholds:
+        ax.axhline(t, color="grey", ls=":", lw=1)
+    ax.set(xlabel="optimizer step", ylabel=metric, title=f"held-out {metric.replace('_', ' ')}")
     ax.legend(loc="best", framealpha=0.8)
-    zero = train_means(records, "bot/frac_zero_signal_groups")
-    methods = sorted(zero)
-    bx.bar(
-        methods,
-        [1 - zero[m] for m in methods],
-        color=[f"C{sorted(curves).index(m)}" if m in curves else "grey" for m in methods],
+    _panel(bx, eval_curves(records, step_key), colors)
+    bx.set(xlabel="optimizer step", ylabel=step_key, title=f"held-out {step_key.replace('_', ' ')}")
+    _panel(cx, train_curves(records, "solved"), colors, smooth=SMOOTH_STEPS)
+    cx.set(
+        xlabel="optimizer step",
+        ylabel="solved rollouts",
+        title=f"training rollouts solved ({SMOOTH_STEPS}-step average)",
     )
-    bx.set(ylim=(0, 1), ylabel="groups carrying signal", title="learning signal")
-    bx.tick_params(axis="x", rotation=45)
+    zero = train_means(records, "bot/frac_zero_signal_groups")
+    dx.bar(list(zero), [1 - z for z in zero.values()], color=[colors[m] for m in zero])
+    dx.set(ylim=(0, 1), ylabel="groups carrying signal", title="learning signal (mean over steps)")
+    dx.tick_params(axis="x", rotation=30)
+    if title:
+        fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=100)
     plt.close(fig)
     return out

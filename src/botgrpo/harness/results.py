@@ -6,6 +6,15 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+#: Metric key -> what it measures (keys of an evaluation record in metrics.jsonl).
+EVAL_METRICS = {
+    "greedy_solved": "held-out problems solved by the greedy completion",
+    "greedy_step_acc": "correct steps among the greedy completions' steps",
+    "sampled_solved": "held-out problems solved by a completion sampled at the training "
+    "temperature (pass@1)",
+    "sampled_step_acc": "correct steps among the sampled completions' steps",
+}
+
 
 def load_records(path: str | Path) -> list[dict]:
     """Every JSON line of a metrics file."""
@@ -20,7 +29,7 @@ def collect(run_dirs: list[Path], out: Path) -> None:
 
 
 def eval_curves(
-    records: list[dict], key: str = "accuracy"
+    records: list[dict], key: str = "sampled_solved"
 ) -> dict[str, dict[int, tuple[list, list]]]:
     """method -> seed -> (steps, values) of the eval records, sorted by step."""
     out: dict[str, dict[int, tuple[list, list]]] = defaultdict(dict)
@@ -42,3 +51,26 @@ def train_means(records: list[dict], key: str) -> dict[str, float]:
         if r["kind"] == "train" and key in r:
             sums[r["method"]].append(r[key])
     return {m: sum(v) / len(v) for m, v in sums.items()}
+
+
+def train_curves(records: list[dict], key: str) -> dict[str, dict[int, tuple[list, list]]]:
+    """method -> seed -> (steps, values) of a training-log key, sorted by step."""
+    out: dict[str, dict[int, tuple[list, list]]] = defaultdict(dict)
+    rows = sorted(
+        (r for r in records if r["kind"] == "train" and key in r),
+        key=lambda r: (r["method"], r["seed"], r["step"]),
+    )
+    for r in rows:
+        steps, values = out[r["method"]].setdefault(r["seed"], ([], []))
+        steps.append(r["step"])
+        values.append(r[key])
+    return out
+
+
+def train_tail_means(records: list[dict], key: str, last: int) -> dict[str, float]:
+    """method -> mean over seeds of a training-log key averaged over each run's last ``last``
+    logged steps."""
+    out = {}
+    for m, seeds in train_curves(records, key).items():
+        out[m] = sum(sum(v[-last:]) / len(v[-last:]) for _, v in seeds.values()) / len(seeds)
+    return out

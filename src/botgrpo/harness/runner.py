@@ -8,6 +8,7 @@ folder; ``done.json`` marks a finished run so that a resumed comparison skips it
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -17,7 +18,8 @@ from pathlib import Path
 
 from botgrpo.harness.config import CompareConfig
 
-#: Training-log keys copied into metrics.jsonl (when the trainer logs them).
+#: Training-log keys copied into metrics.jsonl (when the trainer logs them); each training
+#: record also holds ``solved``, the share of the step's rollouts that solved their problem.
 TRAIN_KEYS = (
     "loss",
     "reward",
@@ -139,7 +141,7 @@ def weight_drift(model, initial_params: list) -> float:
     return (diff / norm) ** 0.5 if norm > 0 else 0.0
 
 
-def _recorder(spec: RunSpec, task, eval_examples, pass_examples):
+def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
     from transformers import AutoTokenizer, TrainerCallback
 
     from botgrpo.harness.evaluate import evaluate
@@ -172,28 +174,19 @@ def _recorder(spec: RunSpec, task, eval_examples, pass_examples):
         def _evaluate(self, model, step: int) -> None:
             was_training = model.training
             start = time.perf_counter()
-            greedy = evaluate(
-                model, eval_tok, task, eval_examples, max_new_tokens=cfg.max_completion_length
+            result = evaluate(
+                model,
+                eval_tok,
+                task,
+                eval_examples,
+                max_new_tokens=cfg.max_completion_length,
+                n_samples=cfg.pass_samples,
+                sample_problems=cfg.pass_problems,
+                ks=tuple(k for k in (1, 2, 4, 8) if k <= cfg.pass_samples),
+                temperature=cfg.temperature,
             )
-            record = {
-                "kind": "eval",
-                "step": step,
-                "accuracy": greedy.accuracy,
-                "step_accuracy": greedy.step_accuracy,
-                "weight_drift": self._drift(model),
-            }
-            if cfg.pass_samples > 0 and pass_examples:
-                sampled = evaluate(
-                    model,
-                    eval_tok,
-                    task,
-                    pass_examples,
-                    max_new_tokens=cfg.max_completion_length,
-                    n_samples=cfg.pass_samples,
-                    ks=tuple(k for k in (1, 2, 4, 8) if k <= cfg.pass_samples),
-                    temperature=cfg.temperature,
-                )
-                record.update({f"pass@{k}": v for k, v in sampled.pass_at.items()})
+            record = {"kind": "eval", "step": step, **result.record()}
+            record["weight_drift"] = self._drift(model)
             record["eval_seconds"] = time.perf_counter() - start
             write(record)
             model.train(was_training)
@@ -203,6 +196,9 @@ def _recorder(spec: RunSpec, task, eval_examples, pass_examples):
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             picked = {k: v for k, v in (logs or {}).items() if k in TRAIN_KEYS}
+            if solved_sink:
+                picked["solved"] = sum(solved_sink) / len(solved_sink)
+                solved_sink.clear()
             if picked:
                 write({"kind": "train", "step": state.global_step, **picked})
 
@@ -212,6 +208,18 @@ def _recorder(spec: RunSpec, task, eval_examples, pass_examples):
                 self._evaluate(model, state.global_step)
 
     return Recorder()
+
+
+def _counting_solved(reward_fn, sink: list[float]):
+    """``reward_fn`` (a task reward) that also appends 1.0 / 0.0 per rollout to ``sink`` for
+    solved / not (outcome >= 1), so each training record can log the share of solved rollouts."""
+
+    def counted(*args, **kwargs):
+        out = reward_fn(*args, **kwargs)
+        sink.extend(float(tr.outcome >= 1.0) for tr in out)
+        return out
+
+    return functools.update_wrapper(counted, reward_fn)
 
 
 def _quiet_worker() -> None:
@@ -253,6 +261,8 @@ def _trainer_config(spec: RunSpec, out: Path):
         report_to=[],
         disable_tqdm=True,
         dataloader_num_workers=0,
+        # a tiny model on a CPU: recomputing activations in the backward pass only costs time
+        gradient_checkpointing=False,
     )
 
 
@@ -275,18 +285,18 @@ def execute_run(spec: RunSpec) -> str:
     out.mkdir(parents=True)
     task = load_task(cfg.task)
     eval_examples = held_out_examples(task, cfg.eval_problems, spec.stream)
-    pass_examples = eval_examples[: cfg.pass_problems]
     held = held_out_prompts(task, cfg.eval_problems)
     n_train = cfg.steps * cfg.prompts_per_step
     train = task_dataset(sample_examples(task, n_train, f"train-{spec.seed}", exclude=held))
     tokenizer = AutoTokenizer.from_pretrained(spec.model_path)
+    solved: list[float] = []
     trainer = BoTGRPOTrainer(
         model=spec.model_path,
-        reward_funcs=[make_task_reward(task, tokenizer)],
+        reward_funcs=[_counting_solved(make_task_reward(task, tokenizer), solved)],
         args=_trainer_config(spec, out),
         train_dataset=train,
         processing_class=tokenizer,
-        callbacks=[_recorder(spec, task, eval_examples, pass_examples)],
+        callbacks=[_recorder(spec, task, eval_examples, solved)],
     )
     trainer.remove_callback(PrinterCallback)  # records go to metrics.jsonl, not stdout
     start = time.perf_counter()

@@ -1,179 +1,296 @@
-"""summary.md: steps to thresholds, final accuracy, speedups with bootstrap intervals.
+"""summary.json and summary.md: what each method learned, how fast, and how sure that is.
 
-- Thresholds: given, or 25/50/75% of the way from the starting accuracy (step 0) to the best
-  mean accuracy any method reached.
-- Steps-to-threshold per run: the first evaluation step at or above the threshold; a run that
-  never gets there counts at the budget (its ratio is then a bound) and is reported as censored.
-- Speedup of bot: mean steps of the baseline / mean steps of bot over seeds, with a paired
-  percentile-bootstrap 95% interval (botgrpo.metrics.bootstrap_ratio_ci); against grpo and
-  against the best other baseline (lowest mean steps among grpo, dr_grpo, dapo, gspo, pure).
+The statistics are :mod:`botgrpo.harness.stats`' (thresholds from the start and the plateau,
+crossings held for two evaluations, area under the curve, intervals only from three seeds up).
+``summary.json`` holds every number for scripts and dashboards; ``summary.md`` leads with a
+verdict in words, then the table. Speedups compare bot (and bot_uniform) with grpo and with the
+best other baseline (fewest mean steps to the middle threshold among dr_grpo, dapo, gspo, pure).
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
+from botgrpo.harness import stats
 from botgrpo.harness.config import CompareConfig
-from botgrpo.harness.results import eval_curves, train_means
-from botgrpo.metrics import bootstrap_ratio_ci, steps_to_threshold
+from botgrpo.harness.results import EVAL_METRICS, eval_curves, train_means, train_tail_means
 
 BASELINES = ("grpo", "dr_grpo", "dapo", "gspo", "pure")
+CHALLENGERS = ("bot", "bot_uniform")
 
 
-def pick_thresholds(curves: dict, given: tuple[float, ...]) -> list[float]:
-    """The given thresholds, or 25/50/75% from the start accuracy to the best mean accuracy."""
-    if given:
-        return sorted(given)
-    starts = [v[0] for seeds in curves.values() for _, v in seeds.values()]
-    start = float(np.mean(starts))
-    best = max(
-        float(np.max(np.mean([v for _, v in seeds.values()], axis=0))) for seeds in curves.values()
-    )
-    return [round(start + f * (best - start), 3) for f in (0.25, 0.5, 0.75)] if best > start else []
-
-
-def run_steps(curves: dict, threshold: float) -> dict[str, list[int | None]]:
-    """method -> steps-to-threshold of each seed (None: not reached), seeds in order."""
+def _metric_stats(curves: stats.Curves, method: str) -> dict[str, float]:
+    seeds = curves.get(method, {})
+    if not seeds:
+        return {}
+    finals = [v[-1] for _, v in seeds.values()]
     return {
-        m: [steps_to_threshold(s, v, threshold) for _, (s, v) in sorted(seeds.items())]
-        for m, seeds in curves.items()
+        "start": float(np.mean([v[0] for _, v in seeds.values()])),
+        "final": float(np.mean(finals)),
+        "final_sd": float(np.std(finals)),
+        "best": float(max(max(v) for _, v in seeds.values())),
     }
 
 
-def _fmt_steps(steps: list[int | None], budget: int) -> str:
+def _problems(cfg: CompareConfig) -> int:
+    """Independent problems behind one evaluation of the lead metric."""
+    return (
+        min(cfg.pass_problems, cfg.eval_problems)
+        if cfg.metric.startswith("sampled")
+        else (cfg.eval_problems)
+    )
+
+
+def _pairs(methods: list[str], steps_mid: dict[str, list[int | None]], budget: int):
+    """(label, baseline, challenger) pairs: each challenger vs grpo and vs the best other."""
+    others = [m for m in BASELINES if m in methods and m != "grpo"]
+    best = None
+    if others and steps_mid:
+        best = min(
+            others, key=lambda m: np.mean([budget if s is None else s for s in steps_mid[m]])
+        )
+    elif others:
+        best = others[0]
+    for c in (c for c in CHALLENGERS if c in methods):
+        if "grpo" in methods:
+            yield "vs grpo", "grpo", c
+        if best is not None:
+            yield "vs best other baseline", best, c
+
+
+def build_summary(
+    records: list[dict],
+    cfg: CompareConfig,
+    lrs: dict[str, float],
+    *,
+    seconds: float,
+    run_seconds: dict[str, list[float]] | None = None,
+) -> dict:
+    """Every number of the summary as a JSON-ready dict (the content of summary.json)."""
+    curves = eval_curves(records, cfg.metric)
+    lv = stats.levels(curves, _problems(cfg), cfg.thresholds)
+    steps_at = {t: stats.crossings(curves, t) for t in lv.thresholds}
+    aucs = stats.auc_gains(curves, lv.start) if curves else {}
+    zero = train_means(records, "bot/frac_zero_signal_groups")
+    solved_tail = train_tail_means(records, "solved", 10)
+    others = {k: eval_curves(records, k) for k in EVAL_METRICS}
+    drift = eval_curves(records, "weight_drift")
+    methods: dict[str, dict] = {}
+    for m in sorted(curves):
+        methods[m] = {
+            "lr": lrs.get(m, cfg.learning_rate),
+            "seeds": sorted(curves[m]),
+            "metrics": {k: _metric_stats(c, m) for k, c in others.items() if m in c},
+            "steps_to_threshold": {f"{t:g}": steps_at[t][m] for t in lv.thresholds},
+            "auc_gain": aucs.get(m, []),
+            "auc_gain_mean": float(np.mean(aucs[m])) if m in aucs else None,
+            "groups_with_signal": 1 - zero[m] if m in zero else None,
+            "train_solved_last10": solved_tail.get(m),
+            "weight_drift": _metric_stats(drift, m).get("final"),
+            "wall_seconds_per_run": float(np.mean(run_seconds[m]))
+            if run_seconds and run_seconds.get(m)
+            else None,
+        }
+    mid = lv.thresholds[len(lv.thresholds) // 2] if lv.thresholds else None
+    speedups, auc_diffs = [], []
+    for label, base, chal in _pairs(list(curves), steps_at.get(mid, {}), cfg.steps):
+        for t in lv.thresholds:
+            s = stats.speedup(steps_at[t], base, chal, t, cfg.steps)
+            if s is not None:
+                speedups.append({"label": label, **asdict(s), "censoring": s.censoring()})
+        diff = stats.paired_difference_ci(aucs[chal], aucs[base])
+        auc_diffs.append(
+            {
+                "label": label,
+                "baseline": base,
+                "method": chal,
+                "mean": float(np.mean(aucs[chal]) - np.mean(aucs[base])),
+                "low": diff[1] if diff else None,
+                "high": diff[2] if diff else None,
+            }
+        )
+    summary = {
+        "name": cfg.name,
+        "task": cfg.task,
+        "metric": cfg.metric,
+        "metric_means": EVAL_METRICS[cfg.metric],
+        "budget_steps": cfg.steps,
+        "eval_every": cfg.eval_every,
+        "problems_per_evaluation": _problems(cfg),
+        "n_seeds": cfg.seeds,
+        "wall_seconds": round(seconds, 1),
+        "start": lv.start,
+        "plateau": lv.plateau,
+        "evaluation_se": lv.se,
+        "learned": lv.learned,
+        "thresholds": list(lv.thresholds),
+        "thresholds_given": lv.given,
+        "methods": methods,
+        "speedups": speedups,
+        "auc_differences": auc_diffs,
+    }
+    summary["verdict"] = verdict(summary)
+    return summary
+
+
+def _learning_sentence(s: dict) -> str:
+    metric, se = s["metric"], s["evaluation_se"]
+    parts = []
+    for m, info in s["methods"].items():
+        st = info["metrics"].get(metric, {})
+        gain = st.get("final", 0) - st.get("start", 0)
+        tag = "" if abs(gain) >= stats.NOISE_SE * se else ", inside noise"
+        parts.append(f"{m} {st.get('start', 0):.2f} -> {st.get('final', 0):.2f} ({gain:+.2f}{tag})")
+    head = (
+        "Learning is clear of evaluation noise"
+        if s["learned"]
+        else "**No method learned beyond evaluation noise**"
+    )
+    return (
+        f"{head} ({metric}, start -> final, one evaluation's standard error {se:.3f}): "
+        + "; ".join(parts)
+        + "."
+    )
+
+
+def _speed_sentence(sp: dict, n_seeds: int) -> str:
+    base, meth, ratio = sp["baseline"], sp["method"], sp["ratio"]
+    faster, slower = (meth, base) if ratio >= 1 else (base, meth)
+    factor = ratio if ratio >= 1 else 1 / ratio
+    text = (
+        f"To reach {sp['threshold']:.3f} (half-way from the start to the plateau), {faster} "
+        f"needed {factor:.2f}x fewer steps than {slower} ({meth} / {base}: {ratio:.2f}x)"
+    )
+    if sp["censoring"]:
+        text += f"; {sp['censoring']}"
+    if sp["low"] is None:
+        return (
+            text + f". From {n_seeds} seed{'s' * (n_seeds != 1)} this is one observation with no "
+            f"interval, not evidence of a difference: run with --seeds 5 for a 95% interval."
+        )
+    ci = f"95% interval {sp['low']:.2f}-{sp['high']:.2f} over {sp['n_seeds']} seeds"
+    if sp["low"] > 1:
+        return text + f". {ci}: {meth} learned faster, and the interval excludes equal speed."
+    if sp["high"] < 1:
+        return text + f". {ci}: {base} learned faster, and the interval excludes equal speed."
+    return text + f". {ci} includes 1: no reliable difference in speed."
+
+
+def verdict(s: dict) -> list[str]:
+    """The summary's conclusions in words, one sentence per finding."""
+    out = [_learning_sentence(s)]
+    if not s["learned"]:
+        out.append(
+            "Steps-to-threshold and speedups would measure noise here, so none are reported: "
+            "train longer, or use a warm start that RL can improve (docs/tasks.md)."
+        )
+        return out
+    mid = s["thresholds"][len(s["thresholds"]) // 2]
+    for sp in s["speedups"]:
+        if sp["threshold"] == mid:
+            out.append(f"{sp['label']}: " + _speed_sentence(sp, s["n_seeds"]))
+    for d in s["auc_differences"]:
+        text = (
+            f"Mean gain over the run (area under the curve) {d['method']} - {d['baseline']}: "
+            f"{d['mean']:+.3f}"
+        )
+        if d["low"] is None:
+            text += " (no interval below 3 seeds)."
+        else:
+            text += f" (95% interval {d['low']:+.3f} to {d['high']:+.3f})."
+        out.append(text)
+    return out
+
+
+def _fmt(value, fmt: str) -> str:
+    return "-" if value is None else format(value, fmt)
+
+
+def _steps_cell(steps: list[int | None], budget: int) -> str:
     reached = [s for s in steps if s is not None]
     if not reached:
         return f"> {budget}"
     mean = np.mean([budget if s is None else s for s in steps])
     miss = len(steps) - len(reached)
-    return f"{mean:.0f}" + (f" ({miss} not reached)" if miss else "")
+    return f"{mean:.0f}" + (f" ({miss} never)" if miss else "")
 
 
-def _censor_note(base: list, bot: list) -> str:
-    """Which way runs that never reached the threshold (counted at the budget) bias the ratio."""
-    n_base, n_bot = sum(s is None for s in base), sum(s is None for s in bot)
-    if n_base and n_bot:
-        return f"; {n_base} + {n_bot} runs censored on both sides: not a bound either way"
-    if n_base:
-        return f"; {n_base} baseline runs censored at the budget: the ratio is a lower bound"
-    if n_bot:
-        return f"; {n_bot} bot runs censored at the budget: the ratio is an upper bound"
-    return ""
-
-
-def noise_warning(curves: dict, thresholds: list[float], n_problems: int) -> str | None:
-    """A warning when the thresholds span less than 3 binomial standard errors of one
-    evaluation (sqrt(p (1 - p) / n) at the start accuracy): steps-to-threshold then measures
-    evaluation noise, not learning."""
-    if not thresholds:
-        return None
-    starts = [v[0] for seeds in curves.values() for _, v in seeds.values()]
-    p = min(max(float(np.mean(starts)), 1.0 / n_problems), 1 - 1.0 / n_problems)
-    se = float(np.sqrt(p * (1 - p) / n_problems))
-    span = thresholds[-1] - float(np.mean(starts))
-    if span >= 3 * se:
-        return None
-    return (
-        f"**Warning: within evaluation noise.** The thresholds lie {span:.3f} above the start "
-        f"accuracy {np.mean(starts):.3f}, less than 3 standard errors of one evaluation on "
-        f"{n_problems} problems (SE {se:.3f}): the accuracies barely moved, so these "
-        "speedups measure noise, not learning. Train longer, or change the task or the rate."
+def _table(s: dict) -> list[str]:
+    metric, thr = s["metric"], s["thresholds"]
+    head = (
+        f"| method | lr | seeds | {metric}: start -> final (sd) | best | "
+        + "".join(f"steps to {t:.3f} | " for t in thr)
+        + "AUC gain | greedy solved | greedy step acc | sampled step acc | groups with signal "
+        "| train solved (last 10) | weight drift |"
     )
-
-
-def speedup_lines(steps: dict, threshold: float, budget: int) -> list[str]:
-    """Speedup of bot vs grpo and vs the best other baseline at one threshold."""
-    if "bot" not in steps:
-        return []
-    lines = []
-    censored = {m: [budget if s is None else s for s in v] for m, v in steps.items()}
-    others = [m for m in BASELINES if m in steps]
-    best = min(others, key=lambda m: np.mean(censored[m])) if others else None
-    pairs = [("grpo", "grpo" if "grpo" in steps else None)]
-    if best is not None and best != "grpo":
-        pairs.append(("best baseline", best))
-    for name, base in pairs:
-        if base is None or any(s == 0 for s in censored[base] + censored["bot"]):
-            continue
-        ci = bootstrap_ratio_ci(steps[base], steps["bot"], budget=budget, seed=0)
-        lines.append(
-            f"- accuracy >= {threshold:.3f}: {base} / bot = **{ci.ratio:.2f}x** "
-            f"(95% CI {ci.low:.2f}-{ci.high:.2f}, {ci.n_seeds} seeds"
-            f"{_censor_note(steps[base], steps['bot'])}) [{name}]"
-        )
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for m, info in s["methods"].items():
+        st = info["metrics"][metric]
+        final = {k: info["metrics"].get(k, {}).get("final") for k in EVAL_METRICS}
+        cells = [
+            m,
+            f"{info['lr']:g}",
+            str(len(info["seeds"])),
+            f"{st['start']:.3f} -> {st['final']:.3f} ({st['final_sd']:.3f})",
+            f"{st['best']:.3f}",
+            *(_steps_cell(info["steps_to_threshold"][f"{t:g}"], s["budget_steps"]) for t in thr),
+            _fmt(info["auc_gain_mean"], "+.3f"),
+            _fmt(final["greedy_solved"], ".3f"),
+            _fmt(final["greedy_step_acc"], ".3f"),
+            _fmt(final["sampled_step_acc"], ".3f"),
+            _fmt(info["groups_with_signal"], ".0%"),
+            _fmt(info["train_solved_last10"], ".3f"),
+            _fmt(info["weight_drift"], ".2e"),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
     return lines
 
 
-def final_eval_means(records: list[dict], key: str) -> dict[str, float]:
-    """method -> mean over seeds of ``key`` in each run's last evaluation (runs lacking it skip)."""
-    last: dict[tuple[str, int], dict] = {}
-    for r in records:
-        if r.get("kind") == "eval" and key in r:
-            k = (r["method"], r["seed"])
-            if k not in last or r["step"] >= last[k]["step"]:
-                last[k] = r
-    by_method: dict[str, list[float]] = {}
-    for (m, _), r in last.items():
-        by_method.setdefault(m, []).append(float(r[key]))
-    return {m: float(np.mean(v)) for m, v in by_method.items()}
-
-
-def _cell(values: dict[str, float], m: str, fmt: str) -> str:
-    return format(values[m], fmt) if m in values else "-"
+def render_markdown(s: dict) -> str:
+    """summary.md from the summary dict."""
+    lines = [
+        f"# {s['name']}: {s['task']}, {len(s['methods'])} methods x {s['n_seeds']} seeds, "
+        f"{s['budget_steps']} steps",
+        "",
+        *(f"- {v}" for v in s["verdict"]),
+        "",
+        *_table(s),
+        "",
+        f"Lead metric `{s['metric']}`: {s['metric_means']}, on {s['problems_per_evaluation']} "
+        f"held-out problems every {s['eval_every']} steps. Thresholds: "
+        + (
+            "given. "
+            if s["thresholds_given"]
+            else "25/50/75% of the way from the start to the plateau (the best method's mean "
+            "over its last third of evaluations). "
+        )
+        + "Steps to a threshold: the first evaluation at or above it whose next evaluation is "
+        "too, mean over seeds (never = counted at the budget). AUC gain: mean gain over the start "
+        "across the run. Intervals: paired bootstrap over seeds, from 3 seeds up. Weight drift: "
+        "||theta - theta_0|| / ||theta_0|| at the end.",
+        f"Wall time {s['wall_seconds'] / 60:.1f} min. Plot: curves.png. Every number: "
+        "summary.json. Raw records: metrics.jsonl.",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def write_summary(
-    records: list[dict], cfg: CompareConfig, lrs: dict[str, float], out: Path, *, seconds: float
+    records: list[dict],
+    cfg: CompareConfig,
+    lrs: dict[str, float],
+    out: Path,
+    *,
+    seconds: float,
+    run_seconds: dict[str, list[float]] | None = None,
 ) -> Path:
-    """Write summary.md and print it."""
-    curves = eval_curves(records)
-    thresholds = pick_thresholds(curves, cfg.thresholds)
-    steps_at = {t: run_steps(curves, t) for t in thresholds}
-    zero = train_means(records, "bot/frac_zero_signal_groups")
-    step_acc = final_eval_means(records, "step_accuracy")
-    drift = final_eval_means(records, "weight_drift")
-    head = (
-        "| method | lr | final acc (mean ± sd) | best acc | "
-        + " | ".join(f"steps to {t:.3f}" for t in thresholds)
-        + " | groups with signal | final step acc | weight drift |"
-    )
-    lines = [
-        f"# {cfg.name}: {cfg.task}, {len(cfg.methods)} methods x {cfg.seeds} seeds, "
-        f"{cfg.steps} steps",
-        "",
-        head,
-        "|" + "---|" * (head.count("|") - 1),
-    ]
-    for m, seeds in sorted(curves.items()):
-        finals = [v[-1] for _, v in seeds.values()]
-        best = max(max(v) for _, v in seeds.values())
-        cells = [_fmt_steps(steps_at[t][m], cfg.steps) for t in thresholds]
-        signal = f"{1 - zero[m]:.0%}" if m in zero else "-"
-        lines.append(
-            f"| {m} | {lrs.get(m, cfg.learning_rate):g} | {np.mean(finals):.3f} ± "
-            f"{np.std(finals):.3f} | {best:.3f} | "
-            + " | ".join(cells)
-            + f" | {signal} | {_cell(step_acc, m, '.3f')} | {_cell(drift, m, '.2e')} |"
-        )
-    lines += ["", "Speedups (ratio of mean steps-to-threshold, paired bootstrap over seeds):"]
-    warning = noise_warning(curves, thresholds, cfg.eval_problems)
-    if warning:
-        lines += ["", warning, ""]
-    for t in thresholds:
-        lines += speedup_lines(steps_at[t], t, cfg.steps) or [f"- accuracy >= {t:.3f}: n/a"]
-    lines += [
-        "",
-        f"Evaluation: greedy accuracy on {cfg.eval_problems} held-out problems every "
-        f"{cfg.eval_every} steps; {cfg.prompts_per_step} prompts x {cfg.num_generations} "
-        f"rollouts per step; w_g = {cfg.w_g}, w_s = {cfg.w_s}. Wall time {seconds / 60:.1f} min.",
-        "Final step acc: share of correct steps in the greedy completions at the last evaluation. "
-        "Weight drift: ||theta - theta_0|| / ||theta_0|| at the end, the distance each method "
-        "moved its weights (a method can look faster just by moving further per step).",
-        "Plot: curves.png. Raw records: metrics.jsonl.",
-    ]
-    text = "\n".join(lines) + "\n"
+    """Write summary.md (``out``) and summary.json beside it, print the markdown."""
+    summary = build_summary(records, cfg, lrs, seconds=seconds, run_seconds=run_seconds)
+    out.with_suffix(".json").write_text(json.dumps(summary, indent=2))
+    text = render_markdown(summary)
     out.write_text(text)
     print(text)
     return out

@@ -1,7 +1,11 @@
-"""Warm start: a short supervised stage on a task's demonstrations, cached by its config.
+"""Warm start: a supervised stage on a task's demonstrations, trained to convergence, cached.
 
-RL only helps once single steps are within the model's reach; a random tiny model solves
-nothing, so every method starts from the same supervised checkpoint. The checkpoint lives in
+RL re-weights behaviour the model already produces; it rarely teaches a missing skill. So every
+method starts from the same supervised checkpoint that has *converged* on the task's
+demonstrations: with a flawed teacher (:mod:`botgrpo.tasks.teacher`, the built-in tasks'
+default) it has mastered the mechanics and imitates the teacher's slip at about the teacher's
+rate, which is what reward can then move. A warm start stopped early makes errors of missing
+knowledge instead, which no method fixes in a small budget. The checkpoint lives in
 ``cache_dir/warm-<hash>`` where the hash covers the task (its fingerprint), the held-out prompts
 it must not train on, the model shape, every training option and ``WARM_START_VERSION`` (bumped
 when the procedure changes), so changing any of them trains a new one and reruns reuse it.
@@ -14,6 +18,7 @@ import json
 import math
 import random
 import shutil
+import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -22,10 +27,15 @@ from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from botgrpo.tasks.base import Task, task_fingerprint
+from botgrpo.tasks.teacher import demonstrate
 from botgrpo.tiny import TinyModelSpec, build_tiny_model
 
 #: Bump when the warm-start procedure changes, so old cached checkpoints are not reused.
-WARM_START_VERSION = 1
+WARM_START_VERSION = 2
+
+#: Warm starts shipped with the package (small tiny-model checkpoints, each with its cache key
+#: in warm_start.json), copied into the cache when a run asks for exactly that key.
+PACKAGED_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 
 
 @dataclass(frozen=True)
@@ -45,8 +55,8 @@ class WarmStartConfig:
             task (where single steps are mostly, not always, right).
     """
 
-    steps: int = 600
-    batch_size: int = 64
+    steps: int = 3000
+    batch_size: int = 32
     lr: float = 3e-3
     weight_decay: float = 0.01
     seed: int = 0
@@ -103,7 +113,7 @@ def _batch(
     for _ in range(size):
         ex = _sample_outside(task, rng, exclude)
         p_ids = tokenizer(ex.prompt, add_special_tokens=False).input_ids
-        c_ids = tokenizer(task.demonstration(ex), add_special_tokens=False).input_ids
+        c_ids = tokenizer(demonstrate(task, ex, rng), add_special_tokens=False).input_ids
         c_ids = [*c_ids, tokenizer.eos_token_id]
         rows.append(p_ids + c_ids)
         labels.append([-100] * len(p_ids) + c_ids)
@@ -129,8 +139,9 @@ def train_warm_start(
     out_dir: Path,
     progress: bool,
     exclude: frozenset[str] = frozenset(),
-) -> None:
-    """Build the tiny model in ``out_dir`` and fine-tune it on demonstrations in place."""
+) -> float:
+    """Build the tiny model in ``out_dir`` and fine-tune it on demonstrations in place; returns
+    the mean loss of the last 50 steps."""
     build_tiny_model(out_dir, spec=config.model)
     tokenizer = AutoTokenizer.from_pretrained(out_dir)
     model = AutoModelForCausalLM.from_pretrained(out_dir)
@@ -139,6 +150,7 @@ def train_warm_start(
     rng = random.Random(f"warm-start-{config.seed}")
     model.train()
     bar = tqdm(range(config.steps), desc="warm start", disable=not progress, leave=False)
+    recent: list[float] = []
     for step in bar:
         for group in opt.param_groups:
             group["lr"] = _lr_at(step, config.schedule_steps or config.steps, config.lr)
@@ -147,8 +159,23 @@ def train_warm_start(
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        bar.set_postfix(loss=f"{loss.item():.3f}")
+        recent = [*recent[-49:], loss.item()]
+        bar.set_postfix(loss=f"{recent[-1]:.3f}")
     model.save_pretrained(out_dir)
+    return sum(recent) / len(recent) if recent else float("nan")
+
+
+def packaged_warm_start(key: str) -> Path | None:
+    """The shipped checkpoint whose warm_start.json records cache key ``key``, if any."""
+    if not PACKAGED_DIR.is_dir():
+        return None
+    for meta in sorted(PACKAGED_DIR.glob("*/warm_start.json")):
+        try:
+            if json.loads(meta.read_text()).get("key") == key:
+                return meta.parent
+        except (OSError, ValueError):
+            continue
+    return None
 
 
 def warm_start(
@@ -158,20 +185,34 @@ def warm_start(
     *,
     exclude: frozenset[str] = frozenset(),
     progress: bool = True,
+    use_packaged: bool = True,
 ) -> Path:
     """Path of the warm-start checkpoint for (task, config), training it if not cached.
 
     ``exclude``: prompts the warm start must not train on (the held-out problems).
+    ``use_packaged``: take a checkpoint shipped with the package when one was trained with
+    exactly this key (``botgrpo warm-start`` rebuilds it); False always trains.
     """
-    final = Path(cache_dir) / f"warm-{config.cache_key(task, exclude)}"
+    key = config.cache_key(task, exclude)
+    final = Path(cache_dir) / f"warm-{key}"
     if (final / "config.json").exists() and (final / "warm_start.json").exists():
         return final
     tmp = final.with_name(final.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    train_warm_start(task, config, tmp, progress, exclude)
-    (tmp / "warm_start.json").write_text(
-        json.dumps({"task": repr(task), "config": asdict(config)}, indent=2)
-    )
+    shipped = packaged_warm_start(key) if use_packaged else None
+    if shipped is not None:
+        shutil.copytree(shipped, tmp)
+    else:
+        start = time.perf_counter()
+        loss = train_warm_start(task, config, tmp, progress, exclude)
+        meta = {
+            "key": key,
+            "task": repr(task),
+            "config": asdict(config),
+            "final_loss": loss,
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+        (tmp / "warm_start.json").write_text(json.dumps(meta, indent=2))
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)
     return final

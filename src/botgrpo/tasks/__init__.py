@@ -1,31 +1,85 @@
 """Step-structured tasks: the protocol, built-in tasks, loaders and the task reward.
 
 Built-in: ``chain`` (long chain arithmetic, the default) and ``columns`` (column-wise addition
-with carries). Loaders: ``jsonl:PATH``, ``reasoning_gym:DATASET`` and ``package.module:factory``
-(see :func:`load_task`).
+with carries), both with a flawed teacher by default (:mod:`botgrpo.tasks.teacher`); options
+after a colon, e.g. ``chain:min_steps=11,max_steps=16,slip=borrow,slip_rate=0.5``. Loaders:
+``jsonl:PATH``, ``reasoning_gym:DATASET`` and ``package.module:factory`` (see
+:func:`load_task`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import typing
 
 from botgrpo.tasks.base import Example, Score, StepVerdict, Task, check_task
 from botgrpo.tasks.chain import ChainArithmetic
 from botgrpo.tasks.columns import ColumnAddition
+from botgrpo.tasks.teacher import Teacher
 
 BUILTIN_TASKS = {"chain": ChainArithmetic, "columns": ColumnAddition}
+_TEACHER_OPTIONS = ("slip", "slip_rate")
+
+
+def _parse_value(name: str, key: str, text: str, hint: object) -> object:
+    try:
+        if hint is bool:
+            if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(text)
+            return text.lower() in ("1", "true", "yes")
+        return hint(text) if hint in (int, float, str) else text  # type: ignore[operator]
+    except ValueError:
+        raise ValueError(
+            f"task option {name}:{key}={text!r} is not a valid {getattr(hint, '__name__', hint)}"
+        ) from None
+
+
+def builtin_task(name: str, options: str = "") -> Task:
+    """A built-in task with ``key=value`` options separated by commas: the task's fields
+    (e.g. ``min_steps``) and the teacher's ``slip`` and ``slip_rate``.
+
+    >>> builtin_task("chain", "min_steps=2,max_steps=3,slip=borrow,slip_rate=0.5").teacher
+    Teacher(slip='borrow', rate=0.5)
+    """
+    cls = BUILTIN_TASKS[name]
+    hints = typing.get_type_hints(cls)
+    fields = [f.name for f in dataclasses.fields(cls) if f.name not in ("name", "teacher")]
+    kwargs: dict[str, object] = {}
+    teacher: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in options.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"task option {item!r} of {name!r} needs the form key=value")
+        if key in _TEACHER_OPTIONS:
+            teacher[key] = value
+        elif key in fields:
+            kwargs[key] = _parse_value(name, key, value, hints[key])
+        else:
+            valid = ", ".join([*fields, *_TEACHER_OPTIONS])
+            raise ValueError(f"task {name!r} has no option {key!r}; options: {valid}")
+    if teacher:
+        default = cls().teacher
+        slip = teacher.get("slip", default.slip)
+        fallback = 0.0 if slip == "none" else default.rate
+        rate = _parse_value(name, "slip_rate", teacher.get("slip_rate", str(fallback)), float)
+        kwargs["teacher"] = Teacher(slip, rate)  # type: ignore[arg-type]
+    return cls(**kwargs)
 
 
 def load_task(spec: str) -> Task:
-    """A task from its spec: a built-in name, ``jsonl:PATH``, ``reasoning_gym:DATASET`` or
-    ``package.module:factory`` (the factory is called without arguments).
+    """A task from its spec: a built-in name with optional ``:key=value,...`` options,
+    ``jsonl:PATH``, ``reasoning_gym:DATASET`` or ``package.module:factory`` (the factory is
+    called without arguments).
 
     >>> load_task("chain").name
     'chain'
+    >>> load_task("chain:max_steps=6").max_steps
+    6
     """
-    if spec in BUILTIN_TASKS:
-        return BUILTIN_TASKS[spec]()
     kind, _, rest = spec.partition(":")
+    if kind in BUILTIN_TASKS:
+        return builtin_task(kind, rest)
     if kind == "jsonl" and rest:
         from botgrpo.tasks.jsonl import JsonlTask
 
@@ -54,6 +108,8 @@ __all__ = [
     "Score",
     "StepVerdict",
     "Task",
+    "Teacher",
+    "builtin_task",
     "check_task",
     "load_task",
 ]

@@ -15,20 +15,27 @@ Plain layout (``keyed=False``): prompt ``7+5-3+9-2`` and lines ``7+5=12``, ``12-
 
 A step is correct when it continues the chain (its key is the next operation's, its left operand
 is the previous line's result, or the first number for the first line; its operator and right
-operand are the next ones of the prompt) and its arithmetic holds (checked by the reward toolkit's symbolic verifier). Single
-steps are easy; errors compound over 8-12 steps, so whole solutions are rarely right at first:
-the regime where process reward should matter most.
+operand are the next ones of the prompt) and its arithmetic holds (exact integer arithmetic on
+the parsed line). A line that continues from a wrong earlier result is locally correct; the
+outcome is not.
+
+The default teacher is flawed (:mod:`botgrpo.tasks.teacher`): it forgets the carry of an
+addition that crosses a tens boundary 70% of the time and goes on from the wrong total, so a
+warm start trained on its demonstrations has the right step in its distribution but prefers the
+slip. Single slips are likely; chains of 4-16 steps have 0-4 opportunities, so whole solutions
+are rarely right at first: the regime where RL works on a small model and process reward
+should matter most. ``ChainArithmetic(teacher=Teacher())`` demonstrates perfectly.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from botgrpo.rewards.steps import parse_steps
-from botgrpo.rewards.symbolic import check_step
 from botgrpo.tasks.base import Example, Score, StepVerdict
+from botgrpo.tasks.teacher import Teacher, demonstration_rng
 
 _LINE = re.compile(r"^(?:([a-z]):)?(-?\d+)([+-])(\d+)=(-?\d+)$")
 _KEYS = "abcdefghijklmnopqrstuvwxyz"
@@ -44,14 +51,19 @@ class ChainArithmetic:
         max_operand: operands are drawn from 1..max_operand.
         max_total: the running total stays within 0..max_total.
         keyed: label each operation with a letter (see the module docstring).
+        teacher: who writes the demonstrations: slip "carry" or "borrow" with a rate (the
+            default forgets 70% of carries), or ``Teacher()`` for perfect ones.
     """
 
-    min_steps: int = 8
-    max_steps: int = 12
+    min_steps: int = 4
+    max_steps: int = 16
     max_operand: int = 9
     max_total: int = 99
     keyed: bool = True
+    teacher: Teacher = field(default_factory=lambda: Teacher("carry", 0.7))
     name: str = "chain"
+
+    SLIPS = ("carry", "borrow")
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_steps <= self.max_steps:
@@ -62,6 +74,7 @@ class ChainArithmetic:
             raise ValueError("need 1 <= max_operand <= max_total")
         if self.keyed and self.max_steps > len(_KEYS):
             raise ValueError(f"the keyed layout has {len(_KEYS)} keys: max_steps must be <= 26")
+        self.teacher.check_kind(self.name, self.SLIPS)
 
     def sample(self, rng: random.Random) -> Example:
         """Draw a chain whose running total stays in 0..max_total."""
@@ -82,15 +95,26 @@ class ChainArithmetic:
             prompt = str(numbers[0]) + "".join(f"{o}{d}" for _, o, d in pairs)
         return Example(prompt + "\n", str(total), {"numbers": numbers, "ops": ops})
 
-    def demonstration(self, example: Example) -> str:
-        """The step-by-step solution."""
+    def demonstration(self, example: Example, rng: random.Random | None = None) -> str:
+        """The teacher's step-by-step solution; slips are drawn from ``rng`` (default: a fixed
+        stream per prompt) and the solution goes on from the value a slip wrote."""
+        rng = rng or demonstration_rng(example)
         numbers, ops = example.meta["numbers"], example.meta["ops"]
         total, lines = numbers[0], []
         for key, op, d in zip(_KEYS, ops, numbers[1:], strict=False):
-            new = total + d if op == "+" else total - d
+            new = self._teacher_result(total, op, d, rng)
             lines.append(f"{key}:" * self.keyed + f"{total}{op}{d}={new}")
             total = new
         return "\n".join(lines) + f"\nAnswer: {total}"
+
+    def _teacher_result(self, total: int, op: str, d: int, rng: random.Random) -> int:
+        """``total op d`` as the teacher writes it: a forgotten carry is 10 short, a forgotten
+        borrow 10 over (only where the step crosses a tens boundary)."""
+        if op == "+":
+            crosses = total >= 0 and total % 10 + d >= 10
+            return total + d - 10 * (crosses and self.teacher.slips("carry", rng))
+        crosses = total >= 10 and total % 10 < d
+        return total - d + 10 * (crosses and self.teacher.slips("borrow", rng))
 
     def score(self, example: Example, completion: str) -> Score:
         """Outcome (final answer equals the chain's value), one verdict per line, format."""
@@ -117,5 +141,5 @@ class ChainArithmetic:
         key, left, op, right, result = m[1], int(m[2]), m[3], int(m[4]), int(m[5])
         follows = left == previous and op == ops[k] and right == numbers[k + 1]
         follows = follows and key == (_KEYS[k] if keyed else None)
-        arithmetic = check_step(text).verdict
-        return (1 if follows and arithmetic == 1 else -1), result
+        holds = result == (left + right if op == "+" else left - right)
+        return (1 if follows and holds else -1), result

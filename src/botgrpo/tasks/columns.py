@@ -10,20 +10,25 @@ line ``a+b+carry=sum``, then the answer::
     Answer: 8783
 
 A line is correct when its digits are the column's digits, its carry is the previous line's
-carry out (0 for the first line) and its arithmetic holds (symbolic verifier). The structure
-differs from chain arithmetic: steps are independent except through the carry, and the answer
-must be assembled from all steps.
+carry out (0 for the first line) and its arithmetic holds (exact integer arithmetic). The
+structure differs from chain arithmetic: steps are independent except through the carry, and
+the answer must be assembled from all steps.
+
+The default teacher is flawed (:mod:`botgrpo.tasks.teacher`): 70% of the time a column whose
+incoming carry is 1 is written with carry 0 (``4+3+0=7``), and the solution goes on from there,
+its answer assembled from the digits it wrote. ``ColumnAddition(teacher=Teacher())``
+demonstrates perfectly.
 """
 
 from __future__ import annotations
 
 import random
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from botgrpo.rewards.steps import parse_steps
-from botgrpo.rewards.symbolic import check_step
 from botgrpo.tasks.base import Example, Score, StepVerdict
+from botgrpo.tasks.teacher import Teacher, demonstration_rng
 
 _LINE = re.compile(r"^(\d)\+(\d)\+(\d)=(\d+)$")
 
@@ -35,15 +40,21 @@ class ColumnAddition:
     Attributes:
         min_digits: fewest digits of the longer addend.
         max_digits: most digits of the longer addend.
+        teacher: who writes the demonstrations: slip "carry" with a rate (the default forgets
+            70% of incoming carries), or ``Teacher()`` for perfect ones.
     """
 
     min_digits: int = 4
     max_digits: int = 6
+    teacher: Teacher = field(default_factory=lambda: Teacher("carry", 0.7))
     name: str = "columns"
+
+    SLIPS = ("carry",)
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_digits <= self.max_digits:
             raise ValueError("need 1 <= min_digits <= max_digits")
+        self.teacher.check_kind(self.name, self.SLIPS)
 
     def sample(self, rng: random.Random) -> Example:
         """Draw two addends; the second has at most as many digits as the first."""
@@ -60,14 +71,20 @@ class ColumnAddition:
         a, b = a.zfill(width), b.zfill(width)
         return [(int(x), int(y)) for x, y in zip(reversed(a), reversed(b), strict=True)]
 
-    def demonstration(self, example: Example) -> str:
-        """Column sums right to left, then the answer."""
-        carry, lines = 0, []
+    def demonstration(self, example: Example, rng: random.Random | None = None) -> str:
+        """The teacher's column sums right to left, then the answer assembled from the digits
+        it wrote; slips are drawn from ``rng`` (default: a fixed stream per prompt)."""
+        rng = rng or demonstration_rng(example)
+        carry, lines, digits = 0, [], []
         for x, y in self._columns(example):
+            if carry and self.teacher.slips("carry", rng):
+                carry = 0
             s = x + y + carry
             lines.append(f"{x}+{y}+{carry}={s}")
+            digits.append(str(s % 10))
             carry = s // 10
-        return "\n".join(lines) + f"\nAnswer: {example.answer}"
+        answer = str(int(("1" if carry else "") + "".join(reversed(digits))))
+        return "\n".join(lines) + f"\nAnswer: {answer}"
 
     def score(self, example: Example, completion: str) -> Score:
         """Outcome (answer equals a + b), one verdict per line, format."""
@@ -79,7 +96,7 @@ class ColumnAddition:
             ok = m is not None and k < len(columns)
             if ok:
                 ok = (int(m[1]), int(m[2])) == columns[k] and int(m[3]) == carry
-                ok = ok and check_step(step.text).verdict == 1
+                ok = ok and int(m[1]) + int(m[2]) + int(m[3]) == int(m[4])
             carry = int(m[4]) // 10 if m is not None else -1
             verdicts.append(StepVerdict(step.start, step.end, 1 if ok else -1))
         answer = parsed.final_text

@@ -6,13 +6,15 @@
 #   DEVICE=cpu bash scripts/verl_gpu_check.sh      # verl 0.9.1 has no CPU rollout backend: fails
 #
 # Environment: PYTHON (default .venv-verl/bin/python, which must have vLLM for verl's rollout),
-# WORK (scratch folder, default a fresh temporary one), STEPS (default 3), DEVICE (cuda or cpu).
+# WORK (scratch folder, default a fresh temporary one), STEPS (default 3), DEVICE (cuda or cpu),
+# RAY_CPUS (logical CPUs Ray may schedule; default 16, so the ~10 actors fit on a small machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-.venv-verl/bin/python}
 WORK=${WORK:-$(mktemp -d)}
 STEPS=${STEPS:-3}
 DEVICE=${DEVICE:-cuda}
+RAY_CPUS=${RAY_CPUS:-16}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 "$PYTHON" -m botgrpo.verl.data arithmetic "$WORK/data" --size 64
@@ -41,6 +43,8 @@ export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
   +botgrpo.reward_funcs='[arithmetic_token_reward]' \
   +botgrpo.w_g=3.0 +botgrpo.w_s=0.5 +botgrpo.local_bound=1.0 \
   reward.num_workers=1 \
+  transfer_queue.backend.SimpleStorage.num_data_storage_units=1 \
+  ray_kwargs.ray_init.num_cpus="$RAY_CPUS" ${EXTRA_OVERRIDES:-} \
   trainer.device="$DEVICE" \
   trainer.n_gpus_per_node=1 \
   trainer.nnodes=1 \

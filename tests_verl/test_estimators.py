@@ -7,14 +7,14 @@ import uuid
 import numpy as np
 import pytest
 import torch
-from omegaconf import OmegaConf
-
 import verl  # noqa: F401  (loads the plugin)
-from botgrpo.core import get_advantage_estimator
-from botgrpo.verl import estimators
+from omegaconf import OmegaConf
 from tests.core_reference import bag_loop
 from verl.trainer.ppo.core_algos import get_adv_estimator_fn
 from verl.trainer.ppo.ray_trainer import compute_advantage
+
+from botgrpo.core import get_advantage_estimator
+from botgrpo.verl import estimators
 
 
 @pytest.fixture(autouse=True)
@@ -27,10 +27,14 @@ def _batch(seed: int, groups: int = 5, k: int = 4, width: int = 23):
     """Random token rewards, ragged right-padded masks (some rows empty), uids shuffled."""
     gen = torch.Generator().manual_seed(seed)
     b = groups * k
-    rewards_BT = torch.randn(b, width, generator=gen) * 2 + torch.randint(0, 3, (b, 1), generator=gen)
+    rewards_BT = torch.randn(b, width, generator=gen) * 2 + torch.randint(
+        0, 3, (b, 1), generator=gen
+    )
     lengths_B = torch.randint(0, width + 1, (b,), generator=gen)
     mask_BT = (torch.arange(width)[None, :] < lengths_B[:, None]).float()
-    uids = np.array([str(uuid.UUID(int=g + 1)) for g in range(groups) for _ in range(k)], dtype=object)
+    uids = np.array(
+        [str(uuid.UUID(int=g + 1)) for g in range(groups) for _ in range(k)], dtype=object
+    )
     perm = torch.randperm(b, generator=gen)
     return rewards_BT[perm], mask_BT[perm], uids[perm.numpy()]
 

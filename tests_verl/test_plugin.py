@@ -62,6 +62,7 @@ def _config(**overrides):
 
 def test_trainer_start_check_accepts_a_good_run():
     import verl  # noqa: F401  (loads the plugin)
+
     from botgrpo.verl.agent_loop import check_trainer_config
 
     check_trainer_config(_config())
@@ -74,11 +75,15 @@ def test_trainer_start_check_accepts_a_good_run():
         ({"trainer__use_v1": False}, r"set trainer\.use_v1=true"),
         ({"botgrpo__reward_funcs": []}, r"botgrpo\.reward_funcs is empty"),
         ({"botgrpo__w_gg": 1.0}, r"unknown key\(s\) w_gg"),
-        ({"algorithm__botgrpo": {"epsilon": 1}}, r"algorithm\.botgrpo has unknown key\(s\) epsilon"),
+        (
+            {"algorithm__botgrpo": {"epsilon": 1}},
+            r"algorithm\.botgrpo has unknown key\(s\) epsilon",
+        ),
     ],
 )
 def test_trainer_start_check_names_the_fix(overrides, message):
     import verl  # noqa: F401
+
     from botgrpo.verl.agent_loop import check_trainer_config
 
     with pytest.raises((ValueError, RuntimeError), match=message):
@@ -94,7 +99,9 @@ def test_trainer_start_check_reports_a_plugin_that_did_not_load(monkeypatch):
 
     monkeypatch.delitem(core_algos.ADV_ESTIMATOR_REGISTRY, "bot")
     monkeypatch.setattr(plugin, "LOAD_ERROR", RuntimeError("found verl 0.8.0"))
-    with pytest.raises(RuntimeError, match=r"plugin did not load .*found verl 0\.8\.0.*pip install"):
+    with pytest.raises(
+        RuntimeError, match=r"plugin did not load .*found verl 0\.8\.0.*pip install"
+    ):
         check_trainer_config(_config())
 
 

@@ -8,6 +8,7 @@ import warnings
 
 import pytest
 import torch
+from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
 
 from botgrpo.rewards import TokenReward, make_math_step_reward
 from botgrpo.scoring import RewardSpec
@@ -18,7 +19,6 @@ from botgrpo.trl.arithmetic import (
     make_arithmetic_token_reward,
 )
 from botgrpo.verl.reward_hook import TokenRewardHook, columns_of
-from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
 
 W_G, W_S, BOUND = 3.0, 0.5, 1.0
 WEIGHTS = [1.0, 0.5, 2.0, 1.0, 1.0]
@@ -67,7 +67,13 @@ def _reward_funcs(tokenizer, calls):
         return out
 
     math_reward = make_math_step_reward(tokenizer)
-    return [math_reward, make_arithmetic_token_reward(tokenizer), arithmetic_outcome, digit_floats, record]
+    return [
+        math_reward,
+        make_arithmetic_token_reward(tokenizer),
+        arithmetic_outcome,
+        digit_floats,
+        record,
+    ]
 
 
 def _trl_token_rewards(model_dir, tokenizer, tmp_path):
@@ -134,8 +140,12 @@ def test_hook_agrees_with_trl_token_for_token(tiny_model_dir, tiny_tokenizer, tm
     trl_BT = tb.rewards_BT.float()
     assert len(call["ids"]) == trl_BT.shape[0] == 8
     distinct_rows = 0
-    for i, (prompt, ids, answer) in enumerate(zip(call["prompts"], call["ids"], call["answer"], strict=True)):
-        out = asyncio.run(hook.score(_output(tiny_tokenizer, prompt, ids), _verl_row(prompt, answer)))
+    for i, (prompt, ids, answer) in enumerate(
+        zip(call["prompts"], call["ids"], call["answer"], strict=True)
+    ):
+        out = asyncio.run(
+            hook.score(_output(tiny_tokenizer, prompt, ids), _verl_row(prompt, answer))
+        )
         rm_scores = out.as_dict()["rm_scores"]  # what verl writes to the TransferQueue
         assert rm_scores.dtype == torch.float32 and rm_scores.shape == (len(ids),)
         assert torch.equal(rm_scores, trl_BT[i, : len(ids)]), f"row {i} differs"
@@ -150,9 +160,13 @@ def test_row_is_the_weighted_sum_of_eq4(tiny_tokenizer):
     def reward(completion_ids, **columns):
         return [TokenReward(outcome=1.0, local=[0.5, -1.0, 0.0], format_bonus=0.2)]
 
-    spec = RewardSpec([reward, lambda completions, **kw: [2.0]], w_g=3.0, w_s=0.5, weights=[1.0, 0.5])
+    spec = RewardSpec(
+        [reward, lambda completions, **kw: [2.0]], w_g=3.0, w_s=0.5, weights=[1.0, 0.5]
+    )
     hook = TokenRewardHook(spec, tiny_tokenizer)
-    out = asyncio.run(hook.score(_output(tiny_tokenizer, "1+1=", [5, 6, 7]), _verl_row("1+1=", "2")))
+    out = asyncio.run(
+        hook.score(_output(tiny_tokenizer, "1+1=", [5, 6, 7]), _verl_row("1+1=", "2"))
+    )
     # 3 * 1 + 0.2 + 0.5 * S_t, plus 0.5 * (3 * 2)
     torch.testing.assert_close(
         out.as_dict()["rm_scores"], torch.tensor([6.45, 5.7, 6.2]), rtol=0, atol=1e-6
@@ -179,7 +193,11 @@ def test_chat_prompts_get_chat_completions_and_row_columns(tiny_tokenizer):
     hook = TokenRewardHook(RewardSpec([reward]), tiny_tokenizer)
     messages = [{"role": "user", "content": "1+1="}]
     ids = [*tiny_tokenizer("2").input_ids, tiny_tokenizer.eos_token_id]
-    asyncio.run(hook.score(_output(tiny_tokenizer, "1+1=", ids), {**_verl_row("", "2"), "raw_prompt": messages}))
+    asyncio.run(
+        hook.score(
+            _output(tiny_tokenizer, "1+1=", ids), {**_verl_row("", "2"), "raw_prompt": messages}
+        )
+    )
     assert seen["prompts"] == [messages]
     assert seen["completions"] == [[{"role": "assistant", "content": "2"}]]
     assert seen["columns"]["ground_truth"] == ["2"] and seen["columns"]["answer"] == ["2"]

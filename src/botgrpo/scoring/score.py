@@ -126,13 +126,14 @@ def score_completions(
     columns = dict(columns or {})
     answers = []
     for func in spec.funcs:
-        if inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(
-            getattr(func, "__call__", None)
-        ):
+        result = spec.call(func, prompts, completions, completion_ids, columns)
+        if inspect.isawaitable(result):
+            if inspect.iscoroutine(result):
+                result.close()
             raise TypeError(
                 f"reward function {reward_name(func)!r} is async; use ascore_completions"
             )
-        answers.append(spec.call(func, prompts, completions, completion_ids, columns))
+        answers.append(result)
     return token_batch_from_answers(spec, answers, completion_ids, tool_mask_BT=tool_mask_BT)
 
 

@@ -8,19 +8,18 @@ The parser is TRL's ``TrlParser`` over three dataclasses, so every field of
 
 from __future__ import annotations
 
-import importlib
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
-from botgrpo.scoring.loading import BUILTIN_REWARDS, TASK_REWARD, load_reward_funcs
+from botgrpo.scoring.loading import BUILTIN_REWARDS, load_reward_funcs
 from botgrpo.trl.config import BoTGRPOConfig
 
 TINY_PREFIX = "tiny:"
+
 
 @dataclass
 class TrainScriptArguments(ScriptArguments):

@@ -2,8 +2,16 @@
 # A few real verl PPO steps with BoT-GRPO (adv_estimator=bot, per-token rewards from botgrpo's
 # token reward hook) on a tiny local model: no download, one GPU, a couple of minutes.
 #
-#   bash scripts/verl_gpu_check.sh                 # needs a GPU environment: see docs/verl.md
-#   DEVICE=cpu bash scripts/verl_gpu_check.sh      # verl 0.9.1 has no CPU rollout backend: fails
+#   bash scripts/verl_gpu_check.sh                 # needs a GPU environment (below)
+#   DEVICE=cpu bash scripts/verl_gpu_check.sh      # verl 0.9.1 has no CPU path: fails (docs/verl.md)
+#
+# GPU environment (verl's rollout needs vLLM, whose wheels pin torch 2.11, so not .venv-verl):
+#   python3.11 -m venv .venv-verl-gpu
+#   .venv-verl-gpu/bin/pip install 'verl[vllm]==0.9.1'     # torch 2.11 + vLLM 0.24 (CUDA)
+#   .venv-verl-gpu/bin/pip install -e '.[verl]'
+#   PYTHON=.venv-verl-gpu/bin/python bash scripts/verl_gpu_check.sh
+# Success: STEPS training steps logged with actor/pg_loss and critic/advantages/* (bot), then
+# the script greps the log for them and exits 0.
 #
 # Environment: PYTHON (default .venv-verl/bin/python, which must have vLLM for verl's rollout),
 # WORK (scratch folder, default a fresh temporary one), STEPS (default 3), DEVICE (cuda or cpu),
@@ -18,7 +26,8 @@ RAY_CPUS=${RAY_CPUS:-16}
 export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 
 "$PYTHON" -m botgrpo.verl.data arithmetic "$WORK/data" --size 64
-"$PYTHON" -c "from botgrpo.tiny import build_tiny_model; build_tiny_model('$WORK/model')"
+# head dim 64: vLLM's attention kernels take a few head sizes only
+"$PYTHON" -c "from botgrpo.tiny import TinyModelSpec, build_tiny_model; build_tiny_model('$WORK/model', spec=TinyModelSpec(hidden=128, heads=2, kv_heads=1, intermediate=256))"
 
 "$PYTHON" -m verl.trainer.main_ppo \
   algorithm.adv_estimator=bot \
@@ -29,6 +38,7 @@ export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
   data.max_prompt_length=32 \
   data.max_response_length=16 \
   actor_rollout_ref.model.path="$WORK/model" \
+  actor_rollout_ref.model.use_remove_padding=false \
   actor_rollout_ref.actor.optim.lr=1e-3 \
   actor_rollout_ref.actor.ppo_mini_batch_size=8 \
   actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=8 \
@@ -59,3 +69,6 @@ export HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
   hydra.run.dir="$WORK/hydra" \
   2>&1 | tee "$WORK/train.log"
 echo "log: $WORK/train.log"
+grep -q "critic/advantages/max" "$WORK/train.log" && grep -q "actor/pg_loss" "$WORK/train.log" \
+  || { echo "no training step was logged" >&2; exit 1; }
+echo "verl + botgrpo: $STEPS steps with adv_estimator=bot and per-token rewards"

@@ -235,3 +235,31 @@ def test_hook_reads_the_botgrpo_config_section(tiny_tokenizer):
     assert hook.spec.names == ["math_step_reward"] and hook.spec.w_g == 3.0
     with pytest.raises(ValueError, match=r"has no botgrpo section"):
         TokenRewardHook.from_trainer_config(OmegaConf.create({}), tiny_tokenizer)
+
+
+def test_python_line_rewards_run_their_sandbox_from_the_hook(tiny_tokenizer):
+    """The Python recipe (compile, pyflakes, sandboxed unit tests) scores verl rollouts, in the
+    hook's worker thread, exactly as the shared scoring path does."""
+    from botgrpo.rewards import make_python_code_reward
+    from botgrpo.scoring import score_completions
+
+    test = "def check(candidate):\n    assert candidate(2, 3) == 5\n"
+    codes = [
+        "def add(a, b):\n    return a + b\n",
+        "import os\ndef add(a, b):\n    return a - b\n",
+    ]
+    spec = RewardSpec([make_python_code_reward(tiny_tokenizer)], w_g=3.0, w_s=0.5)
+    hook = TokenRewardHook(spec, tiny_tokenizer)
+    rows = []
+    for code in codes:
+        text = f"```python\n{code}```\n"
+        ids = [*tiny_tokenizer(text).input_ids, tiny_tokenizer.eos_token_id]
+        row = {**_verl_row("Write add.", "5"), "extra_info": {"test": test, "entry_point": "add"}}
+        out = asyncio.run(hook.score(_output(tiny_tokenizer, "Write add.", ids), row))
+        expected = score_completions(
+            spec, ["Write add."], [text], [ids], {"test": [test], "entry_point": ["add"]}
+        )
+        assert torch.equal(out.as_dict()["rm_scores"], expected.rewards_BT[0].float())
+        rows.append(out)
+    assert rows[0].reward_score > rows[1].reward_score  # passing tests beat failing ones
+    assert rows[1].as_dict()["rm_scores"].unique().numel() > 1  # the lint line stands out

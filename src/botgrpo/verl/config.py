@@ -22,9 +22,10 @@ class VerlRewardConfig:
     """Token reward functions and weights (BoT-GRPO Eq. 4: r_t = w_g * G + w_s * S_t + b_format)."""
 
     reward_funcs: list[str] = field(default_factory=list)
-    """Reward functions: built-in names (math_step_reward, python_code_reward, ...), task_reward is
-    not available under verl, or import paths 'pkg.module:function' ('()' marks a factory called
-    with tokenizer=<the policy's tokenizer>), exactly as in ``botgrpo train``."""
+    """Reward functions, as in ``botgrpo train``: built-in names (math_step_reward,
+    python_code_reward, ...) or import paths 'pkg.module:function' ('()' marks a factory called
+    with tokenizer=<the policy's tokenizer>). task_reward is not available: verl rows carry no
+    botgrpo task."""
     reward_func_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Keyword arguments per factory entry, e.g. {math_step_reward: {config: {...}}}."""
     reward_weights: list[float] | None = None

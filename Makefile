@@ -7,7 +7,7 @@ export OMP_NUM_THREADS ?= 2
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: venv test lint format bench demo clean
+.PHONY: venv venv-verl test test-verl lint format bench demo clean
 
 venv: $(STAMP)
 
@@ -20,15 +20,35 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 lint: venv
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests tests_verl benchmarks
+	$(BIN)/ruff format --check src tests tests_verl benchmarks
 
 format: venv
-	$(BIN)/ruff format src tests benchmarks
-	$(BIN)/ruff check --fix src tests benchmarks
+	$(BIN)/ruff format src tests tests_verl benchmarks
+	$(BIN)/ruff check --fix src tests tests_verl benchmarks
 
 test: lint
 	$(BIN)/pytest -m "not gpu" -q
+
+# The verl integration (docs/verl.md) in its own environment: verl 0.9.1 caps transformers below
+# 5.11. torch==2.13.0 goes in first; verl's [fsdp]/[vllm]/[cpu] extras pin torch 2.11 and are not used.
+VERL_VENV ?= .venv-verl
+VERL_BIN := $(VERL_VENV)/bin
+VERL_STAMP := $(VERL_VENV)/.installed
+
+venv-verl: $(VERL_STAMP)
+
+$(VERL_STAMP): pyproject.toml
+	$(PY) -m venv $(VERL_VENV)
+	$(VERL_BIN)/pip install -q --upgrade pip
+	$(VERL_BIN)/pip install -q torch==2.13.0
+	$(VERL_BIN)/pip install -q -e ".[dev,verl]"
+	$(VERL_BIN)/pip check
+	touch $(VERL_STAMP)
+
+test-verl: venv-verl
+	$(VERL_BIN)/python -c "import verl; from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY as R; assert 'bot' in R, 'botgrpo plugin not loaded'"
+	$(VERL_BIN)/pytest tests_verl -q -p no:cacheprovider
 
 # Speed targets, each printed as ratios measured side by side (a few minutes in all).
 bench: venv
@@ -42,4 +62,4 @@ demo: venv
 	$(BIN)/botgrpo demo
 
 clean:
-	rm -rf $(VENV) build dist .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(VERL_VENV) build dist .pytest_cache .ruff_cache

@@ -8,28 +8,17 @@ The parser is TRL's ``TrlParser`` over three dataclasses, so every field of
 
 from __future__ import annotations
 
-import importlib
-import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
+from botgrpo.scoring.loading import BUILTIN_REWARDS, load_reward_funcs
 from botgrpo.trl.config import BoTGRPOConfig
 
 TINY_PREFIX = "tiny:"
-
-#: Reward functions known by name; ``name()`` entries are factories called with the tokenizer.
-BUILTIN_REWARDS: dict[str, str] = {
-    "arithmetic_outcome": "botgrpo.trl.arithmetic:arithmetic_outcome",
-    "arithmetic_token_reward": "botgrpo.trl.arithmetic:make_arithmetic_token_reward()",
-    "math_step_reward": "botgrpo.rewards.math_recipe:make_math_step_reward()",
-    "python_code_reward": "botgrpo.rewards.python_recipe:make_python_code_reward()",
-    "accuracy_reward": "trl.rewards:accuracy_reward",
-    "think_format_reward": "trl.rewards:think_format_reward",
-}
 
 
 @dataclass
@@ -101,64 +90,6 @@ def resolve_model_path(name_or_path: str | None) -> str:
     if not (path / "config.json").exists():
         build_tiny_model(path)
     return str(path)
-
-
-#: The reward entry scoring completions with the ``task`` (see docs/tasks.md).
-TASK_REWARD = "task_reward"
-
-
-def load_reward_funcs(
-    entries: Sequence[str],
-    tokenizer: Any,
-    kwargs_by_entry: dict[str, Any] | str | None = None,
-    task: Any = None,
-) -> list[Callable]:
-    """Resolve ``reward_funcs`` entries (built-in names or 'module:attr', '()' = factory;
-    ``task_reward`` = the task's step reward)."""
-    if isinstance(kwargs_by_entry, str):
-        import json
-
-        kwargs_by_entry = json.loads(kwargs_by_entry)
-    kwargs_by_entry = kwargs_by_entry or {}
-    unknown = set(kwargs_by_entry) - set(entries)
-    if unknown:
-        raise ValueError(f"reward_func_kwargs names entries not in reward_funcs: {sorted(unknown)}")
-    if TASK_REWARD in entries and task is None:
-        raise ValueError(f"reward function {TASK_REWARD!r} needs a task: set task (e.g. chain)")
-    return [
-        _task_reward(task, tokenizer, kwargs_by_entry.get(entry, {}))
-        if entry == TASK_REWARD
-        else _load_one(entry, tokenizer, kwargs_by_entry.get(entry, {}))
-        for entry in entries
-    ]
-
-
-def _task_reward(task: Any, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
-    from botgrpo.tasks.reward import make_task_reward
-
-    if kwargs:
-        raise ValueError(f"{TASK_REWARD!r} takes no reward_func_kwargs")
-    return make_task_reward(task, tokenizer)
-
-
-def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
-    spec = BUILTIN_REWARDS.get(entry, entry)
-    is_factory = spec.endswith("()")
-    spec = spec.removesuffix("()")
-    if ":" not in spec:
-        raise ValueError(
-            f"unknown reward function {entry!r}: use one of {', '.join(BUILTIN_REWARDS)} or an "
-            "import path 'package.module:function' (add '()' for a factory)"
-        )
-    module_name, attr = spec.split(":", 1)
-    obj = getattr(importlib.import_module(module_name), attr)
-    if not is_factory:
-        if kwargs:
-            raise ValueError(f"reward_func_kwargs given for {entry!r}, which is not a factory '()'")
-        return obj
-    if "tokenizer" in inspect.signature(obj).parameters:
-        kwargs = {"tokenizer": tokenizer, **kwargs}
-    return obj(**kwargs)
 
 
 def load_datasets(args: TrainScriptArguments, seed: int):

@@ -1,0 +1,99 @@
+"""The ``botgrpo`` section of a verl config: which token reward functions score the rollouts.
+
+Added to verl's Hydra config with ``+botgrpo.<key>=...`` on the command line, or as a top-level
+``botgrpo:`` mapping in a YAML config. The names mirror botgrpo's TRL config, so a TRL recipe's
+reward settings carry over unchanged::
+
+    +botgrpo.reward_funcs=[math_step_reward]
+    +botgrpo.reward_func_kwargs={math_step_reward:{config:{answer_column:ground_truth}}}
+    +botgrpo.w_g=3.0 +botgrpo.w_s=0.5 +botgrpo.local_bound=1.0
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class VerlRewardConfig:
+    """Token reward functions and weights (BoT-GRPO Eq. 4: r_t = w_g * G + w_s * S_t + b_format)."""
+
+    reward_funcs: list[str] = field(default_factory=list)
+    """Reward functions, as in ``botgrpo train``: built-in names (math_step_reward,
+    python_code_reward, ...) or import paths 'pkg.module:function' ('()' marks a factory called
+    with tokenizer=<the policy's tokenizer>). task_reward is not available: verl rows carry no
+    botgrpo task."""
+    reward_func_kwargs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Keyword arguments per factory entry, e.g. {math_step_reward: {config: {...}}}."""
+    reward_weights: list[float] | None = None
+    """One weight per reward function (TRL's reward_weights); None: all 1."""
+    w_g: float = 1.0
+    """Weight of each rollout's outcome G; scalar rewards count as outcomes (w_g * s)."""
+    w_s: float = 1.0
+    """Weight of the local signal S_t."""
+    local_bound: float = math.inf
+    """Bound B on |S_t| (a recipe's own bound wins); larger values are an error."""
+
+    def __post_init__(self) -> None:
+        if not self.reward_funcs:
+            raise ValueError(
+                "botgrpo.reward_funcs is empty: name the token reward functions, e.g. "
+                "+botgrpo.reward_funcs=[math_step_reward]"
+            )
+        if "task_reward" in self.reward_funcs:
+            raise ValueError(
+                "botgrpo.reward_funcs: task_reward needs a botgrpo task, which verl's datasets do "
+                "not carry; name the task's reward function by import path instead"
+            )
+        for name in ("w_g", "w_s", "local_bound"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+                raise ValueError(f"botgrpo.{name} must be a number, got {value!r}")
+        if self.w_g <= 0 or self.w_s < 0 or self.local_bound <= 0:
+            raise ValueError(
+                f"botgrpo.w_g must be > 0, w_s >= 0 and local_bound > 0; got w_g={self.w_g}, "
+                f"w_s={self.w_s}, local_bound={self.local_bound}"
+            )
+
+    @classmethod
+    def from_trainer_config(cls, config: Any) -> VerlRewardConfig:
+        """Read the ``botgrpo`` section of verl's whole trainer config (a DictConfig or dict)."""
+        section = config.get("botgrpo", None) if hasattr(config, "get") else None
+        if section is None:
+            raise ValueError(
+                "the verl config has no botgrpo section: add the token reward functions, e.g. "
+                "+botgrpo.reward_funcs=[math_step_reward] +botgrpo.w_g=3.0 +botgrpo.w_s=0.5"
+            )
+        return cls.from_mapping(_plain(section))
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> VerlRewardConfig:
+        """Build from a plain mapping; unknown keys are an error listing the accepted ones."""
+        known = [f.name for f in fields(cls)]
+        unknown = sorted(set(values) - set(known))
+        if unknown:
+            raise ValueError(
+                f"botgrpo section has unknown key(s) {', '.join(unknown)}; accepted: "
+                f"{', '.join(known)}"
+            )
+        values = dict(values)
+        funcs = values.get("reward_funcs", [])
+        if isinstance(funcs, str):
+            values["reward_funcs"] = [funcs]
+        elif isinstance(funcs, Sequence):
+            values["reward_funcs"] = list(funcs)
+        return cls(**values)
+
+
+def _plain(section: Any) -> dict[str, Any]:
+    try:
+        from omegaconf import OmegaConf
+
+        if OmegaConf.is_config(section):
+            return dict(OmegaConf.to_container(section, resolve=True))
+    except ImportError:  # pragma: no cover - omegaconf ships with verl
+        pass
+    return dict(section)

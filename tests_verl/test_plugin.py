@@ -1,0 +1,117 @@
+"""The entry point: verl loads botgrpo's estimators in any process that imports verl, and the
+trainer-start check names the fix when it did not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+import pytest
+from omegaconf import OmegaConf
+
+PROBE = (
+    "import json, verl\n"
+    "from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY as R\n"
+    "print(json.dumps({k: v.__module__ for k, v in R.items()}))\n"
+)
+
+
+def _registry_in_fresh_process(**env: str) -> dict[str, str]:
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_entry_point_is_declared():
+    (ep,) = [ep for ep in entry_points(group="verl.plugins") if ep.name == "botgrpo"]
+    assert ep.value == "botgrpo.verl.plugin"
+
+
+def test_import_verl_alone_registers_botgrpo_estimators():
+    registry = _registry_in_fresh_process(VERL_USE_EXTERNAL_PLUGINS="auto")
+    for name in ("bot", "bot_uniform", "pure", "grpo_process"):
+        assert registry[name] == "botgrpo.verl.estimators"
+    assert registry["grpo"].startswith("verl.")  # verl's own stay verl's
+
+
+def test_plugins_disabled_means_not_registered():
+    registry = _registry_in_fresh_process(VERL_USE_EXTERNAL_PLUGINS="none")
+    assert "bot" not in registry and "grpo" in registry
+
+
+def _config(**overrides):
+    base = {
+        "trainer": {"use_v1": True},
+        "algorithm": {"adv_estimator": "bot"},
+        "botgrpo": {"reward_funcs": ["arithmetic_token_reward"], "w_g": 3.0, "w_s": 0.5},
+    }
+    for key, value in overrides.items():
+        section, name = key.split("__")
+        base[section][name] = value
+    return OmegaConf.create(base)
+
+
+def test_trainer_start_check_accepts_a_good_run():
+    import verl  # noqa: F401  (loads the plugin)
+
+    from botgrpo.verl.agent_loop import check_trainer_config
+
+    check_trainer_config(_config())
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"algorithm__adv_estimator": "grpo"}, r"adv_estimator='grpo' reads one score per rollout"),
+        ({"trainer__use_v1": False}, r"set trainer\.use_v1=true"),
+        ({"botgrpo__reward_funcs": []}, r"botgrpo\.reward_funcs is empty"),
+        ({"botgrpo__w_gg": 1.0}, r"unknown key\(s\) w_gg"),
+        (
+            {"algorithm__botgrpo": {"epsilon": 1}},
+            r"algorithm\.botgrpo has unknown key\(s\) epsilon",
+        ),
+    ],
+)
+def test_trainer_start_check_names_the_fix(overrides, message):
+    import verl  # noqa: F401
+
+    from botgrpo.verl.agent_loop import check_trainer_config
+
+    with pytest.raises((ValueError, RuntimeError), match=message):
+        check_trainer_config(_config(**overrides))
+
+
+def test_trainer_start_check_reports_a_plugin_that_did_not_load(monkeypatch):
+    import verl  # noqa: F401
+    from verl.trainer.ppo import core_algos
+
+    from botgrpo.verl import plugin
+    from botgrpo.verl.agent_loop import check_trainer_config
+
+    monkeypatch.delitem(core_algos.ADV_ESTIMATOR_REGISTRY, "bot")
+    monkeypatch.setattr(plugin, "LOAD_ERROR", RuntimeError("found verl 0.8.0"))
+    with pytest.raises(
+        RuntimeError, match=r"plugin did not load .*found verl 0\.8\.0.*pip install"
+    ):
+        check_trainer_config(_config())
+
+
+def test_unsupported_verl_version_is_recorded_not_raised(monkeypatch):
+    import verl
+
+    from botgrpo.verl import plugin
+
+    monkeypatch.setattr(verl, "__version__", "0.8.0")
+    monkeypatch.setattr(plugin, "REGISTERED", {})
+    monkeypatch.setattr(plugin, "LOAD_ERROR", None)
+    plugin._load()  # what verl's loader runs: must not raise
+    assert "found verl 0.8.0" in str(plugin.LOAD_ERROR)

@@ -16,10 +16,10 @@ from typing import Any
 
 #: Reward functions known by name; ``name()`` entries are factories called with the tokenizer.
 BUILTIN_REWARDS: dict[str, str] = {
-    "arithmetic_outcome": "botgrpo.trl.arithmetic:arithmetic_outcome",
-    "arithmetic_token_reward": "botgrpo.trl.arithmetic:make_arithmetic_token_reward()",
-    "math_step_reward": "botgrpo.rewards.math_recipe:make_math_step_reward()",
-    "python_code_reward": "botgrpo.rewards.python_recipe:make_python_code_reward()",
+    "arithmetic_outcome": "botgrpo.tasks.arithmetic:arithmetic_outcome",
+    "arithmetic_token_reward": "botgrpo.tasks.arithmetic:make_arithmetic_token_reward()",
+    "math_step_reward": "botgrpo.rewards.recipes.math:make_math_step_reward()",
+    "python_code_reward": "botgrpo.rewards.recipes.python:make_python_code_reward()",
     "accuracy_reward": "trl.rewards:accuracy_reward",
     "think_format_reward": "trl.rewards:think_format_reward",
 }
@@ -63,7 +63,8 @@ def _task_reward(task: Any, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
     return make_task_reward(task, tokenizer)
 
 
-def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
+def resolve_entry(entry: str) -> tuple[Any, bool]:
+    """(the object a reward entry names, whether it is a factory '()')."""
     spec = BUILTIN_REWARDS.get(entry, entry)
     is_factory = spec.endswith("()")
     spec = spec.removesuffix("()")
@@ -73,7 +74,11 @@ def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
             "import path 'package.module:function' (add '()' for a factory)"
         )
     module_name, attr = spec.split(":", 1)
-    obj = getattr(importlib.import_module(module_name), attr)
+    return getattr(importlib.import_module(module_name), attr), is_factory
+
+
+def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
+    obj, is_factory = resolve_entry(entry)
     if not is_factory:
         if kwargs:
             raise ValueError(f"reward_func_kwargs given for {entry!r}, which is not a factory '()'")

@@ -62,7 +62,7 @@ def split_rows(n: int, eval_fraction: float, seed: int) -> tuple[list[int], list
 
 
 def _arithmetic(args: argparse.Namespace) -> None:
-    from botgrpo.trl.arithmetic import make_arithmetic_dataset
+    from botgrpo.tasks.arithmetic import make_arithmetic_dataset
 
     for split, seed, size in (("train", args.seed, args.size), ("test", args.seed + 1, 32)):
         ds = make_arithmetic_dataset(size, seed=seed)

@@ -105,7 +105,6 @@ def warm_start_main(argv: Sequence[str]) -> int:
 
     from botgrpo.harness.compare import starting_checkpoint
     from botgrpo.harness.warmstart import PACKAGED_DIR
-    from botgrpo.tasks import load_task
 
     parser = argparse.ArgumentParser(
         prog="botgrpo warm-start",
@@ -122,9 +121,9 @@ def warm_start_main(argv: Sequence[str]) -> int:
     ns = parser.parse_args(list(argv))
     try:
         cfg = CompareConfig(**{k: getattr(ns, k) for k in keep}, metric="greedy_solved")
-        task = load_task(cfg.task)
     except ValueError as err:
-        parser.error(str(err))
+        raise UsageError(str(err)) from err
+    task = check_task_spec(cfg.task)
     if ns.retrain:
         from botgrpo.harness.compare import warm_start_config
         from botgrpo.harness.evaluate import held_out_prompts

@@ -56,8 +56,8 @@ def worker(kind: str, model_dir: str, steps: int, out: str) -> None:
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
+    from botgrpo.tasks.arithmetic import make_arithmetic_dataset, make_arithmetic_token_reward
     from botgrpo.trl import BoTGRPOConfig, BoTGRPOTrainer
-    from botgrpo.trl.arithmetic import make_arithmetic_dataset, make_arithmetic_token_reward
 
     warnings.simplefilter("ignore")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)

@@ -22,19 +22,18 @@ from typing import Any
 
 import pytest
 
-from botgrpo.rewards import (
-    judge_cache,
-    judge_client,
-    judge_config,
-    judge_parsing,
-    judge_prompts,
-    judge_results,
-    judges,
-)
-from botgrpo.rewards.judge_cache import JudgeCache, cache_key
-from botgrpo.rewards.judge_client import JudgeMetrics, backoff_delay
-from botgrpo.rewards.judge_parsing import parse_code_answer, parse_step_answer
+import botgrpo.rewards.judges as judges
 from botgrpo.rewards.judges import CodeJudge, JudgeConfig, StepJudge
+from botgrpo.rewards.judges import cache as judge_cache
+from botgrpo.rewards.judges import client as judge_client
+from botgrpo.rewards.judges import config as judge_config
+from botgrpo.rewards.judges import judge as judge_module
+from botgrpo.rewards.judges import parsing as judge_parsing
+from botgrpo.rewards.judges import prompts as judge_prompts
+from botgrpo.rewards.judges import results as judge_results
+from botgrpo.rewards.judges.cache import JudgeCache, cache_key
+from botgrpo.rewards.judges.client import JudgeMetrics, backoff_delay
+from botgrpo.rewards.judges.parsing import parse_code_answer, parse_step_answer
 
 # ---------------------------------------------------------------- the scripted judge server
 
@@ -329,7 +328,7 @@ def test_an_unexpected_exception_becomes_neutral(
     def broken_parser(text: str, n_steps: int) -> Any:
         raise RuntimeError("parser bug")
 
-    monkeypatch.setattr(judges, "parse_step_answer", broken_parser)
+    monkeypatch.setattr(judge_module, "parse_step_answer", broken_parser)
     judge = StepJudge(make_config(server))
     result = judge.judge_steps(reply("Step 1: correct"), ["s"])
     assert not result.ok and result.verdicts == (0,)
@@ -774,7 +773,16 @@ def test_prompts_number_steps_and_lines() -> None:
 
 @pytest.mark.parametrize(
     "module",
-    [judge_cache, judge_client, judge_config, judge_parsing, judge_prompts, judge_results, judges],
+    [
+        judges,
+        judge_cache,
+        judge_client,
+        judge_config,
+        judge_module,
+        judge_parsing,
+        judge_prompts,
+        judge_results,
+    ],
 )
 def test_doctests(module: Any) -> None:
     failures, attempted = doctest.testmod(module)

@@ -203,8 +203,8 @@ def test_validator_names_function_and_completion(outputs, error, message):
 
 def test_config_from_mapping_builds_nested_configs():
     from botgrpo.rewards.configs import config_from_mapping
-    from botgrpo.rewards.math_recipe import MathRewardConfig
-    from botgrpo.rewards.python_recipe import PythonRewardConfig
+    from botgrpo.rewards.recipes.math import MathRewardConfig
+    from botgrpo.rewards.recipes.python import PythonRewardConfig
 
     cfg = config_from_mapping(
         MathRewardConfig, {"steps": {"window": 0, "propagation": "independent"}, "name": "m"}

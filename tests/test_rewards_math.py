@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from botgrpo.rewards.compose import StepSignalConfig
-from botgrpo.rewards.math_recipe import MathRewardConfig, make_math_step_reward
+from botgrpo.rewards.recipes.math import MathRewardConfig, make_math_step_reward
 from botgrpo.tiny import build_char_tokenizer
 from tests.rewards_tokenizers import byte_bpe
 

@@ -8,11 +8,15 @@ import pytest
 
 from botgrpo.rewards.code_blocks import extract_code_block
 from botgrpo.rewards.compose import LineSignalConfig
-from botgrpo.rewards.python_diagnostics import lint_python, pyflakes_severity, syntax_error
-from botgrpo.rewards.python_recipe import (
+from botgrpo.rewards.recipes.python import (
     CodeJudgement,
     PythonRewardConfig,
     make_python_code_reward,
+)
+from botgrpo.rewards.verifiers.python_diagnostics import (
+    lint_python,
+    pyflakes_severity,
+    syntax_error,
 )
 from botgrpo.tiny import build_char_tokenizer
 

@@ -7,8 +7,8 @@ from fractions import Fraction
 
 import pytest
 
-from botgrpo.rewards.answers import AnswerConfig, check_answer
-from botgrpo.rewards.symbolic import (
+from botgrpo.rewards.verifiers.answers import AnswerConfig, check_answer
+from botgrpo.rewards.verifiers.symbolic import (
     SymbolicConfig,
     SymbolicStepVerifier,
     check_step,

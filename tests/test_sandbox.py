@@ -20,15 +20,21 @@ from pathlib import Path
 
 import pytest
 
-from botgrpo.rewards import _sandbox_bootstrap, sandbox
+from botgrpo.rewards import sandbox
 from botgrpo.rewards.sandbox import (
     SandboxConfig,
     SandboxError,
+    classify,
+    config,
+    process,
+    results,
     run_many,
     run_python,
     run_python_tests,
     run_python_tests_many,
 )
+from botgrpo.rewards.sandbox import bootstrap as _sandbox_bootstrap
+from botgrpo.rewards.sandbox import run as sandbox_run
 
 HOSTILE_TIMEOUT_S = 1.5
 
@@ -411,7 +417,7 @@ def test_fallback_modes_contain_processes_and_network(isolation):
 
 
 def test_auto_skips_modes_known_to_be_unavailable(monkeypatch):
-    monkeypatch.setattr(sandbox, "_unavailable_modes", {"namespaces", "userns"})
+    monkeypatch.setattr(sandbox_run, "_unavailable_modes", {"namespaces", "userns"})
     options = _fallback_options("rlimits")
     options.pop("isolation")
     result = run_python("print('fallback')", **options)
@@ -582,5 +588,5 @@ def test_run_python_tests_many_keeps_order():
 
 
 def test_doctests_pass():
-    for module in (sandbox, _sandbox_bootstrap):
+    for module in (sandbox, sandbox_run, _sandbox_bootstrap, classify, config, process, results):
         assert doctest.testmod(module).failed == 0

@@ -127,10 +127,10 @@ def test_aime_recipe_is_the_papers_setup(tiny_tokenizer):
 
 
 def test_reward_func_entries_and_their_errors(tiny_tokenizer):
-    from botgrpo.trl.arithmetic import arithmetic_outcome
+    from botgrpo.tasks.arithmetic import arithmetic_outcome
 
     funcs = load_reward_funcs(
-        ["arithmetic_outcome", "botgrpo.trl.arithmetic:make_arithmetic_token_reward()"],
+        ["arithmetic_outcome", "botgrpo.tasks.arithmetic:make_arithmetic_token_reward()"],
         tiny_tokenizer,
     )
     assert funcs[0] is arithmetic_outcome and funcs[1].__name__ == "arithmetic_token_reward"

@@ -156,7 +156,7 @@ def test_each_option_is_documented_once_in_the_class_docstring():
         "botgrpo.tiny",
         "botgrpo.trl",
         "botgrpo.trl.presets",
-        "botgrpo.trl.arithmetic",
+        "botgrpo.tasks.arithmetic",
         "botgrpo.trl.dynamic_sampling",
     ],
 )

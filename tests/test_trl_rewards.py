@@ -14,8 +14,8 @@ import torch
 
 from botgrpo.core import get_advantage_estimator
 from botgrpo.rewards.types import TokenReward
+from botgrpo.tasks.arithmetic import make_arithmetic_dataset
 from botgrpo.trl import BoTGRPOTrainer
-from botgrpo.trl.arithmetic import make_arithmetic_dataset
 from botgrpo.trl.reward_adapter import (
     AsyncRewardAdapter,
     RewardAdapter,

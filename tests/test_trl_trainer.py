@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import torch
 
+from botgrpo.tasks.arithmetic import make_arithmetic_dataset
 from botgrpo.trl import PRESETS, BoTGRPOTrainer
-from botgrpo.trl.arithmetic import make_arithmetic_dataset
 from botgrpo.trl.token_batch import group_ids
 from tests.trl_helpers import (
     RecordingTrainer,

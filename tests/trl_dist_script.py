@@ -21,8 +21,8 @@ import warnings
 
 from transformers import AutoTokenizer
 
+from botgrpo.tasks.arithmetic import make_arithmetic_dataset
 from botgrpo.trl import BoTGRPOConfig
-from botgrpo.trl.arithmetic import make_arithmetic_dataset
 from tests.trl_helpers import (
     RecordingTrainer,
     digit_share,

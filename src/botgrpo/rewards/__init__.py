@@ -12,17 +12,24 @@ index per token, diagnostics) per completion. Two recipes are built in:
 - :func:`make_python_code_reward`: Python code scored by compile, pyflakes and sandboxed unit
   tests, with line penalties decayed over neighbouring lines (Eqs. 6-7).
 
-The building blocks (span -> token mapping, step parsing, composition rules) are public so
-that new recipes reuse them; :func:`validate_token_rewards` checks any reward function's output.
-The sandbox (:mod:`botgrpo.rewards.sandbox`) and the LLM judges (:mod:`botgrpo.rewards.judges`)
-are imported from their own modules.
+Layout. The token machinery sits at the top of this package and imports nothing from its
+subpackages: :mod:`~botgrpo.rewards.types` (:class:`TokenReward`),
+:mod:`~botgrpo.rewards.spans` (span -> token mapping), :mod:`~botgrpo.rewards.steps` and
+:mod:`~botgrpo.rewards.code_blocks` (finding steps and code in a completion),
+:mod:`~botgrpo.rewards.compose` (composition rules), :mod:`~botgrpo.rewards.calling`
+(TRL's calling convention), :mod:`~botgrpo.rewards.configs` and
+:mod:`~botgrpo.rewards.validate` (:func:`validate_token_rewards` checks any reward function's
+output). Verdict sources live in subpackages: :mod:`botgrpo.rewards.verifiers` (symbolic step
+verifier, final-answer check, Python diagnostics), :mod:`botgrpo.rewards.judges` (LLM judges)
+and :mod:`botgrpo.rewards.sandbox` (isolated execution of generated code).
+:mod:`botgrpo.rewards.recipes` combines them into reward functions. The judges and the sandbox
+are imported from their own packages; every other public name is re-exported here.
 
 >>> tr = TokenReward(outcome=1.0, local=[0.5, -0.5, 0.0], format_bonus=0.2)
 >>> tr.token_rewards(w_g=3.0, w_s=0.5).tolist()   # 3 * 1 + 0.2 + 0.5 * S_t
 [3.45, 2.95, 3.2]
 """
 
-from botgrpo.rewards.answers import AnswerCheck, AnswerConfig, check_answer
 from botgrpo.rewards.calling import message_text
 from botgrpo.rewards.code_blocks import CodeBlock, extract_code_block
 from botgrpo.rewards.compose import (
@@ -38,20 +45,12 @@ from botgrpo.rewards.compose import (
     step_values,
 )
 from botgrpo.rewards.configs import config_from_mapping
-from botgrpo.rewards.math_recipe import MathRewardConfig, make_math_step_reward
-from botgrpo.rewards.python_diagnostics import (
-    Diagnostic,
-    PythonAnalysis,
-    SeverityWeights,
-    analyse_python,
-    lint_python,
-    pyflakes_severity,
-    syntax_error,
-)
-from botgrpo.rewards.python_recipe import (
+from botgrpo.rewards.recipes import (
     CodeJudgement,
+    MathRewardConfig,
     PythonRewardConfig,
     TestOutcome,
+    make_math_step_reward,
     make_python_code_reward,
 )
 from botgrpo.rewards.spans import (
@@ -64,15 +63,25 @@ from botgrpo.rewards.spans import (
     validate_spans,
 )
 from botgrpo.rewards.steps import ParsedSolution, Step, parse_steps
-from botgrpo.rewards.symbolic import (
+from botgrpo.rewards.types import TokenReward
+from botgrpo.rewards.validate import validate_token_rewards
+from botgrpo.rewards.verifiers import (
+    AnswerCheck,
+    AnswerConfig,
+    Diagnostic,
+    PythonAnalysis,
+    SeverityWeights,
     StepCheck,
     SymbolicConfig,
     SymbolicStepVerifier,
+    analyse_python,
+    check_answer,
     check_step,
     evaluate_arithmetic,
+    lint_python,
+    pyflakes_severity,
+    syntax_error,
 )
-from botgrpo.rewards.types import TokenReward
-from botgrpo.rewards.validate import validate_token_rewards
 
 __all__ = [
     "AnswerCheck",

@@ -1,6 +1,6 @@
 """Build reward configs from plain mappings (YAML, JSON, command-line keyword arguments).
 
->>> from botgrpo.rewards.math_recipe import MathRewardConfig
+>>> from botgrpo.rewards import MathRewardConfig
 >>> cfg = config_from_mapping(MathRewardConfig, {"steps": {"window": 1}, "answer_column": "gold"})
 >>> cfg.steps.window, cfg.steps.propagation, cfg.answer_column
 (1, 'error', 'gold')

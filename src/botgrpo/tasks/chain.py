@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from botgrpo.rewards.steps import parse_steps
-from botgrpo.rewards.symbolic import check_step
+from botgrpo.rewards.verifiers.symbolic import check_step
 from botgrpo.tasks.base import Example, Score, StepVerdict
 
 _LINE = re.compile(r"^(?:([a-z]):)?(-?\d+)([+-])(\d+)=(-?\d+)$")

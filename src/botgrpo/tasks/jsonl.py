@@ -17,9 +17,9 @@ import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from botgrpo.rewards.answers import check_answer
 from botgrpo.rewards.steps import parse_steps
-from botgrpo.rewards.symbolic import check_step
+from botgrpo.rewards.verifiers.answers import check_answer
+from botgrpo.rewards.verifiers.symbolic import check_step
 from botgrpo.tasks.base import Example, Score, StepVerdict
 
 

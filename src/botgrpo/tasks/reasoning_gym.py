@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any
 
 from botgrpo.rewards.steps import parse_steps
-from botgrpo.rewards.symbolic import check_step
+from botgrpo.rewards.verifiers.symbolic import check_step
 from botgrpo.tasks.base import Example, Score, StepVerdict
 
 

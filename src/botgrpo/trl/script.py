@@ -23,10 +23,10 @@ TINY_PREFIX = "tiny:"
 
 #: Reward functions known by name; ``name()`` entries are factories called with the tokenizer.
 BUILTIN_REWARDS: dict[str, str] = {
-    "arithmetic_outcome": "botgrpo.trl.arithmetic:arithmetic_outcome",
-    "arithmetic_token_reward": "botgrpo.trl.arithmetic:make_arithmetic_token_reward()",
-    "math_step_reward": "botgrpo.rewards.math_recipe:make_math_step_reward()",
-    "python_code_reward": "botgrpo.rewards.python_recipe:make_python_code_reward()",
+    "arithmetic_outcome": "botgrpo.tasks.arithmetic:arithmetic_outcome",
+    "arithmetic_token_reward": "botgrpo.tasks.arithmetic:make_arithmetic_token_reward()",
+    "math_step_reward": "botgrpo.rewards.recipes.math:make_math_step_reward()",
+    "python_code_reward": "botgrpo.rewards.recipes.python:make_python_code_reward()",
     "accuracy_reward": "trl.rewards:accuracy_reward",
     "think_format_reward": "trl.rewards:think_format_reward",
 }
@@ -164,7 +164,7 @@ def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
 def load_datasets(args: TrainScriptArguments, seed: int):
     """(train, eval or None) datasets with a 'prompt' column (and 'answer' if mapped)."""
     if args.task == "arithmetic":
-        from botgrpo.trl.arithmetic import make_arithmetic_dataset
+        from botgrpo.tasks.arithmetic import make_arithmetic_dataset
 
         train = make_arithmetic_dataset(args.task_size, seed=seed)
     elif args.task is not None:

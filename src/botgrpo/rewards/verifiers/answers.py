@@ -4,7 +4,7 @@ Two stages:
 
 1. Exact arithmetic: after unwrapping ``$...$``, ``\\(...\\)``, ``\\boxed{...}`` and a trailing
    period, if both answers are plain arithmetic (integers, decimals, fractions, ``\\frac``;
-   parsed by :mod:`botgrpo.rewards.symbolic`, nothing evaluated), they are compared exactly.
+   parsed by :mod:`botgrpo.rewards.verifiers.symbolic`, nothing evaluated), they are compared exactly.
    Equal values are correct; different values with no decimal point on either side are wrong.
    This settles most numeric answers (AIME answers are integers) in microseconds.
 2. Otherwise `math-verify <https://github.com/huggingface/Math-Verify>`_ parses both (LaTeX,
@@ -28,7 +28,7 @@ from typing import Any
 from math_verify import parse, verify
 from math_verify.errors import TimeoutException
 
-from botgrpo.rewards.symbolic import SymbolicConfig, evaluate_arithmetic
+from botgrpo.rewards.verifiers.symbolic import SymbolicConfig, evaluate_arithmetic
 
 __all__ = ["AnswerCheck", "AnswerConfig", "check_answer"]
 

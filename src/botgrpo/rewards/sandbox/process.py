@@ -1,13 +1,13 @@
 """One sandboxed process: start the supervisor, feed and drain its pipes, collect its report.
 
-:func:`run_once` is the mechanism behind :mod:`botgrpo.rewards.sandbox` (which owns the policy:
-isolation-mode fallback, concurrency, classification of the outcome). It writes the candidate
-to ``solution.py`` in a fresh temporary directory, starts ``_sandbox_supervisor.py`` in a new
-session with a config that names the isolation mode, the interpreter, the resource limits and
-a fresh unused uid (when we are root), pumps stdin, stdout, stderr, the supervisor's status
-pipe and the test harness's report pipe without blocking, keeps only bounded prefixes, asks the
-supervisor to kill the program when an output bound is exceeded, kills the supervisor's whole
-process group if it overruns, and removes the directory.
+:func:`run_once` is the mechanism behind :mod:`botgrpo.rewards.sandbox.run` (which owns the
+policy: isolation-mode fallback and concurrency; :mod:`botgrpo.rewards.sandbox.classify` names
+the outcome). It writes the candidate to ``solution.py`` in a fresh temporary directory, starts
+``supervisor.py`` in a new session with a config that names the isolation mode, the
+interpreter, the resource limits and a fresh unused uid (when we are root), pumps stdin, stdout,
+stderr, the supervisor's status pipe and the test harness's report pipe without blocking, keeps
+only bounded prefixes, asks the supervisor to kill the program when an output bound is exceeded,
+kills the supervisor's whole process group if it overruns, and removes the directory.
 """
 
 from __future__ import annotations
@@ -31,14 +31,12 @@ from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from botgrpo.rewards import _sandbox_bootstrap as bootstrap
+from botgrpo.rewards.sandbox import bootstrap
+from botgrpo.rewards.sandbox.config import SandboxConfig
 
-if TYPE_CHECKING:
-    from botgrpo.rewards.sandbox import SandboxConfig
-
-SUPERVISOR = Path(__file__).resolve().with_name("_sandbox_supervisor.py")
+SUPERVISOR = Path(__file__).resolve().with_name("supervisor.py")
 TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
 """Directories replaced by an empty, writable, size-limited tmpfs (with namespaces)."""
 HIDDEN_DIRS = ("/root", "/home", "/run", "/mnt", "/media", "/srv")
@@ -163,7 +161,7 @@ def _launch(mode: str, job: Job, config: SandboxConfig, workdir: str) -> RawRun:
 def _supervisor_spec(
     mode: str, job: Job, config: SandboxConfig, workdir: str, status_fd: int, report_fd: int
 ) -> dict[str, Any]:
-    """The supervisor's config (see _sandbox_supervisor.py)."""
+    """The supervisor's config (see supervisor.py)."""
     python, paths = _interpreter(config.python)
     uid, gid = _fresh_ids()
     argv = [python, "-s", "-B", "-c", _bootstrap_source(), job.mode]

@@ -11,7 +11,7 @@ in a working directory that holds ``solution.py``. Two modes:
   ``with __botgrpo_case__(i):`` block and report each outcome as one line, prefixed by the job's
   nonce, on the job's report file descriptor (not stdout, which the candidate controls).
 
-:func:`plan_test_program` is also imported by :mod:`botgrpo.rewards.sandbox` to count the test
+:func:`plan_test_program` is also imported by :mod:`botgrpo.rewards.sandbox.run` to count the test
 cases exactly as this harness will number them. Only the standard library may be used here,
 and only ``os``, ``sys`` and ``types`` are imported up front: a plain script run should not pay
 for importing ``ast``, ``json`` and ``traceback`` at every start.

@@ -1,4 +1,4 @@
-"""Prompts of the two LLM judges (the answer formats are parsed by ``judge_parsing``).
+"""Prompts of the two LLM judges (the answer formats are parsed by ``parsing``).
 
 * Step judge (math, recipe 1 of BoT-GRPO, arXiv 2610.09804 Eq. 8): the problem and the numbered
   steps of one solution go in; one line ``Step i: correct | incorrect | uncertain`` per step is

@@ -24,7 +24,7 @@ from typing import Any, Self
 
 import httpx
 
-from botgrpo.rewards.judge_config import JudgeConfig
+from botgrpo.rewards.judges.config import JudgeConfig
 
 Messages = Sequence[Mapping[str, str]]
 """Chat messages: ``[{"role": "system" | "user" | "assistant", "content": str}, ...]``."""

@@ -29,22 +29,14 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Self, TypeVar
 
-from botgrpo.rewards.judge_cache import JudgeCache, cache_key
-from botgrpo.rewards.judge_client import JudgeClient, JudgeMetrics, Messages
-from botgrpo.rewards.judge_config import JudgeConfig
-from botgrpo.rewards.judge_parsing import parse_code_answer, parse_step_answer
-from botgrpo.rewards.judge_prompts import code_messages, step_messages
-from botgrpo.rewards.judge_results import CodeVerdict, StepVerdicts
+from botgrpo.rewards.judges.cache import JudgeCache, cache_key
+from botgrpo.rewards.judges.client import JudgeClient, JudgeMetrics, Messages
+from botgrpo.rewards.judges.config import JudgeConfig
+from botgrpo.rewards.judges.parsing import parse_code_answer, parse_step_answer
+from botgrpo.rewards.judges.prompts import code_messages, step_messages
+from botgrpo.rewards.judges.results import CodeVerdict, StepVerdicts
 
-__all__ = [
-    "CodeJudge",
-    "CodeVerdict",
-    "JudgeClient",
-    "JudgeConfig",
-    "JudgeMetrics",
-    "StepJudge",
-    "StepVerdicts",
-]
+__all__ = ["CodeJudge", "StepJudge"]
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from botgrpo.rewards.judge_results import (
+from botgrpo.rewards.judges.results import (
     IMPACTS,
     MAX_FLAGGED_LINES,
     SCORE_RANGE,

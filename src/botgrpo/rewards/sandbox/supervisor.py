@@ -1,7 +1,7 @@
 """Sandbox supervisor: isolates and runs one untrusted program, then reports what happened.
 
 :mod:`botgrpo.rewards.sandbox` starts this file as its own process,
-``python -I -S _sandbox_supervisor.py CONFIG``, in a new session whose stdin, stdout and
+``python -I -S supervisor.py CONFIG``, in a new session whose stdin, stdout and
 stderr are the program's. The supervisor
 
 1. enters the isolation mode the config names: ``namespaces`` (new mount, network, PID, IPC and

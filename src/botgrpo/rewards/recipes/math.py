@@ -6,7 +6,7 @@ Per completion:
 
 1. parse the steps and the final answer (:mod:`botgrpo.rewards.steps`, the paper's
    ``<step i>`` / ``<final>`` tags by default);
-2. G = 1 if the final answer equals the dataset's answer (:mod:`botgrpo.rewards.answers`), else
+2. G = 1 if the final answer equals the dataset's answer (:mod:`botgrpo.rewards.verifiers.answers`), else
    0; without a ``<final>`` the whole text is searched for the answer;
 3. e_s from a verdict source: the symbolic verifier by default, or any callable
    ``(problem, steps) -> list[int]`` such as an LLM step judge (an object returned with a
@@ -25,7 +25,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from botgrpo.rewards.answers import AnswerConfig, check_answer
 from botgrpo.rewards.calling import (
     call_verdict_source,
     dataset_column,
@@ -37,8 +36,9 @@ from botgrpo.rewards.compose import FormatBonusConfig, StepSignalConfig, step_si
 from botgrpo.rewards.configs import config_from_mapping
 from botgrpo.rewards.spans import TokenizedText
 from botgrpo.rewards.steps import STEP_FORMATS, ParsedSolution, StepFormat, parse_steps
-from botgrpo.rewards.symbolic import SymbolicConfig, SymbolicStepVerifier
 from botgrpo.rewards.types import TokenReward
+from botgrpo.rewards.verifiers.answers import AnswerConfig, check_answer
+from botgrpo.rewards.verifiers.symbolic import SymbolicConfig, SymbolicStepVerifier
 
 __all__ = ["MathRewardConfig", "make_math_step_reward", "score_math_solution"]
 
@@ -150,7 +150,7 @@ def make_math_step_reward(
         config: options (or a mapping of them, nested for sub-configs); the defaults follow
             the paper (tags, error propagation, w = 3, B = 1).
         step_verifier: verdict source ``(problem, steps) -> list[int] | obj.verdicts``;
-            default: :class:`~botgrpo.rewards.symbolic.SymbolicStepVerifier`.
+            default: :class:`~botgrpo.rewards.verifiers.symbolic.SymbolicStepVerifier`.
 
     The returned callable takes ``prompts, completions, completion_ids=None, **columns`` and
     reads the reference answer from ``columns[config.answer_column]``.

@@ -9,7 +9,7 @@ Per completion:
    - syntax: the code does not compile -> ``syntax_error_score`` (and no lint, no tests);
    - lint: pyflakes diagnostics at fatal -0.5 / error -0.1 / warning -0.02 each, the sum
      bounded below by ``lint_floor`` (severity mapping in
-     :mod:`botgrpo.rewards.python_diagnostics`);
+     :mod:`botgrpo.rewards.verifiers.python_diagnostics`);
    - tests: ``tests_weight`` * the fraction of unit-test cases passed (HumanEval-style
      ``check(candidate)`` or top-level asserts), run in the sandbox
      (:mod:`botgrpo.rewards.sandbox`), never in this process;
@@ -43,14 +43,14 @@ from botgrpo.rewards.calling import (
 from botgrpo.rewards.code_blocks import PYTHON_LANGUAGES, CodeBlock, extract_code_block
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import config_from_mapping
-from botgrpo.rewards.python_diagnostics import (
+from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
+from botgrpo.rewards.types import TokenReward
+from botgrpo.rewards.verifiers.python_diagnostics import (
     Diagnostic,
     PythonAnalysis,
     SeverityWeights,
     analyse_python,
 )
-from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
-from botgrpo.rewards.types import TokenReward
 
 __all__ = [
     "CodeJudgement",

@@ -1,0 +1,33 @@
+"""LLM judges: step verdicts for math and a score with worst lines for code, over any
+OpenAI-compatible chat-completions endpoint (:mod:`~botgrpo.rewards.judges.judge` holds the two
+judges; ``config``, ``client``, ``cache``, ``prompts``, ``parsing`` and ``results`` their
+settings, HTTP calls with retries, on-disk cache, prompts, answer parsers and result types). A
+judge is one verdict source among others: the recipes take it as an argument and never import
+it. This package imports the standard library and httpx only, nothing else of botgrpo.
+
+>>> config = JudgeConfig(base_url="http://localhost:8000/v1", model="judge")
+>>> StepJudge(config).judge_steps("What is 2 + 2?", []).verdicts   # no steps: nothing to ask
+()
+"""
+
+from botgrpo.rewards.judges.cache import JudgeCache, cache_key
+from botgrpo.rewards.judges.client import JudgeClient, JudgeMetrics, backoff_delay
+from botgrpo.rewards.judges.config import JudgeConfig
+from botgrpo.rewards.judges.judge import CodeJudge, StepJudge
+from botgrpo.rewards.judges.parsing import parse_code_answer, parse_step_answer
+from botgrpo.rewards.judges.results import CodeVerdict, StepVerdicts
+
+__all__ = [
+    "CodeJudge",
+    "CodeVerdict",
+    "JudgeCache",
+    "JudgeClient",
+    "JudgeConfig",
+    "JudgeMetrics",
+    "StepJudge",
+    "StepVerdicts",
+    "backoff_delay",
+    "cache_key",
+    "parse_code_answer",
+    "parse_step_answer",
+]

@@ -8,12 +8,12 @@ import shutil
 import struct
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 import numpy as np
 import pytest
 
-from botgrpo.rewards._sandbox_spawn import SpawnConfig, spawn_sandboxed
-from botgrpo.rewards.react import (
+from botgrpo.rewards.recipes.react import (
     NodeWorker,
     ReactRewardConfig,
     WorkerError,
@@ -22,6 +22,7 @@ from botgrpo.rewards.react import (
     make_react_code_reward,
     screenshot_components,
 )
+from botgrpo.rewards.sandbox import SpawnConfig, spawn_sandboxed
 from botgrpo.tiny import build_char_tokenizer
 
 COMPONENTS = Path(__file__).with_name("react_components")
@@ -48,7 +49,13 @@ EXPECTED = {
         True,
         {(2, "lint", "error", "no-undef"), (2, "render", "fatal", "runtime-error")},
     ),
-    "conditional_hook.jsx": (True, True, False, True, {(5, "lint", "error", "react-hooks/rules-of-hooks")}),
+    "conditional_hook.jsx": (
+        True,
+        True,
+        False,
+        True,
+        {(5, "lint", "error", "react-hooks/rules-of-hooks")},
+    ),
     "missing_key.jsx": (True, True, False, True, {(5, "lint", "error", "react/jsx-key")}),
     "throws.jsx": (True, False, None, True, {(3, "render", "fatal", "runtime-error")}),
     "returns_null.jsx": (True, True, True, True, set()),
@@ -61,7 +68,10 @@ EXPECTED = {
         False,
         None,
         True,
-        {(5, "lint", "warning", "react-hooks/exhaustive-deps"), (None, "render", "fatal", "timeout")},
+        {
+            (5, "lint", "warning", "react-hooks/exhaustive-deps"),
+            (None, "render", "fatal", "timeout"),
+        },
     ),
     "after_mount.jsx": (True, True, False, True, set()),
     "typed.tsx": (True, True, False, True, set()),
@@ -119,7 +129,9 @@ def reward_of(text: str, pool, **config):
     original = checks._pool
     checks._pool = pool
     try:
-        [tr] = reward(prompts=["Build it."], completions=[text], completion_ids=[tok(text).input_ids])
+        [tr] = reward(
+            prompts=["Build it."], completions=[text], completion_ids=[tok(text).input_ids]
+        )
     finally:
         checks._pool = original
     return text, tr
@@ -170,7 +182,7 @@ def test_blank_page_not_a_component_and_render_failure_terms(pool):
     assert off.outcome == 0.0
     _, plain = reward_of(f"```js\n{read('not_react.jsx')}```", pool)
     assert plain.outcome == pytest.approx(-0.3)
-    text, thrown = reward_of(f"```jsx\n{read('throws.jsx')}```", pool)
+    _, thrown = reward_of(f"```jsx\n{read('throws.jsx')}```", pool)
     assert thrown.outcome == pytest.approx(-1.0)
     assert thrown.info["line_penalties"] == {3: -1.0}
 
@@ -251,7 +263,7 @@ def test_screenshot_judge_terms(pool):
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
-    hits: list[str] = []
+    hits: ClassVar[list[str]] = []
 
     def do_GET(self):
         self.hits.append(self.path)

@@ -137,8 +137,12 @@ def _diagnostic(item: Any) -> ReactDiagnostic:
     line = item.get("line")
     return ReactDiagnostic(
         line=line if isinstance(line, int) and line >= 1 else None,
-        source=item.get("source") if item.get("source") in ("compile", "lint", "render") else "render",
-        severity=item.get("severity") if item.get("severity") in ("fatal", "error", "warning") else "error",
+        source=item.get("source")
+        if item.get("source") in ("compile", "lint", "render")
+        else "render",
+        severity=item.get("severity")
+        if item.get("severity") in ("fatal", "error", "warning")
+        else "error",
         rule=item.get("rule") if isinstance(item.get("rule"), str) else None,
         message=str(item.get("message", ""))[:1000],
     )
@@ -152,13 +156,17 @@ def _parse_check(reply: dict[str, Any]) -> ReactCheck:
         rendered=reply.get("rendered") if isinstance(reply.get("rendered"), bool) else None,
         blank=reply.get("blank") if isinstance(reply.get("blank"), bool) else None,
         is_component=reply.get("is_component") is True,
-        diagnostics=tuple(_diagnostic(d) for d in reply.get("diagnostics", ()) if isinstance(d, dict)),
+        diagnostics=tuple(
+            _diagnostic(d) for d in reply.get("diagnostics", ()) if isinstance(d, dict)
+        ),
         unknown_imports=tuple(str(m) for m in reply.get("unknown_imports", ())),
         timings_ms={str(k): float(v) for k, v in (reply.get("timings_ms") or {}).items()},
     )
 
 
-def _check_one(worker: NodeWorker, code: str, render: bool, lint: bool, timeout_s: float) -> ReactCheck:
+def _check_one(
+    worker: NodeWorker, code: str, render: bool, lint: bool, timeout_s: float
+) -> ReactCheck:
     if len(code) > MAX_CODE_CHARS:
         return _failed("too-long", f"code has {len(code)} characters; at most {MAX_CODE_CHARS}")
     payload = {"op": "check", "code": code, "render": render, "lint": lint}
@@ -192,7 +200,9 @@ def check_components(
     return workers.map(lambda w, i: _check_one(w, items[i], render, lint, timeout_s), len(items))
 
 
-def _shoot_one(worker: NodeWorker, code: str, width: int, height: int, timeout_s: float) -> Screenshot:
+def _shoot_one(
+    worker: NodeWorker, code: str, width: int, height: int, timeout_s: float
+) -> Screenshot:
     payload = {"op": "screenshot", "code": code, "width": width, "height": height}
     payload["timeout_ms"] = max(1, int(timeout_s * 1000))
     try:

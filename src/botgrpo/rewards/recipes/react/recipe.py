@@ -44,11 +44,11 @@ from botgrpo.rewards.calling import (
 from botgrpo.rewards.code_blocks import CodeBlock, extract_code_block
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import config_from_mapping
-from botgrpo.rewards.python_diagnostics import SeverityWeights
-from botgrpo.rewards.python_recipe import CodeJudgement, _as_judgement
+from botgrpo.rewards.recipes.python import CodeJudgement, _as_judgement
 from botgrpo.rewards.recipes.react.checks import ReactCheck, check_components, screenshot_components
 from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
 from botgrpo.rewards.types import TokenReward
+from botgrpo.rewards.verifiers import SeverityWeights
 
 __all__ = [
     "REACT_LANGUAGES",
@@ -121,7 +121,9 @@ class ReactRewardConfig:
             "judge_line_scale",
         ):
             if not math.isfinite(getattr(self, key)):
-                raise ValueError(f"ReactRewardConfig.{key} must be finite, got {getattr(self, key)}")
+                raise ValueError(
+                    f"ReactRewardConfig.{key} must be finite, got {getattr(self, key)}"
+                )
         if self.lint_floor > 0:
             raise ValueError("ReactRewardConfig.lint_floor must be <= 0")
         if not self.render_timeout_s > 0:
@@ -136,7 +138,9 @@ def _looks_like_react(text: str) -> bool:
     )
 
 
-def extract_react_block(text: str, languages: tuple[str, ...] = REACT_LANGUAGES) -> CodeBlock | None:
+def extract_react_block(
+    text: str, languages: tuple[str, ...] = REACT_LANGUAGES
+) -> CodeBlock | None:
     """The response's React code block, or None.
 
     A fenced block tagged with one of ``languages``, else the first untagged fenced block
@@ -217,7 +221,9 @@ def score_react_completion(
     shot_term = 0.0 if screenshot_score is None else cfg.screenshot_weight * screenshot_score / 10.0
     if block is None or check is None:
         info = {"code": None, "judge_score": None if judge is None else judge.score}
-        return TokenReward(outcome=cfg.no_code_score + judge_term + shot_term, local=zeros, info=info)
+        return TokenReward(
+            outcome=cfg.no_code_score + judge_term + shot_term, local=zeros, info=info
+        )
     outcome, parts = _global(check, cfg)
     penalties = _line_penalties(check, judge, block.n_lines, cfg) if cfg.line_penalties else {}
     values = line_values(penalties, block.n_lines, cfg.lines)
@@ -247,7 +253,9 @@ def _screenshot_scores(
     if not todo:
         return scores
     pngs = [shots[i].png for i in todo]
-    results = call_verdict_source(judge, "judge_screenshot", [tasks[i] for i in todo], pngs, "screenshot judge")
+    results = call_verdict_source(
+        judge, "judge_screenshot", [tasks[i] for i in todo], pngs, "screenshot judge"
+    )
     for i, result in zip(todo, results, strict=True):
         score = getattr(result, "score", result)
         ok = isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 10
@@ -267,7 +275,7 @@ def make_react_code_reward(
     Args:
         tokenizer: the policy's tokenizer (or processor).
         config: options (or a mapping of them).
-        code_judge: as in :func:`botgrpo.rewards.python_recipe.make_python_code_reward`
+        code_judge: as in :func:`botgrpo.rewards.recipes.python.make_python_code_reward`
             (e.g. :class:`botgrpo.rewards.judges.CodeJudge`).
         screenshot_judge: optional ``(task, png_bytes) -> score`` (0-10; anything else counts
             0), or an object with ``judge_screenshot`` / ``judge_many``.
@@ -297,7 +305,9 @@ def make_react_code_reward(
         judged: dict[int, CodeJudgement] = {}
         if code_judge is not None and todo:
             results = call_verdict_source(code_judge, "judge_code", tasks, codes, "code judge")
-            judged.update({i: _as_judgement(r, code_judge, i) for i, r in zip(todo, results, strict=True)})
+            judged.update(
+                {i: _as_judgement(r, code_judge, i) for i, r in zip(todo, results, strict=True)}
+            )
         shots: dict[int, float | None] = {}
         if screenshot_judge is not None:
             compiled = [k for k, i in enumerate(todo) if checks[i].compiled]
@@ -307,7 +317,9 @@ def make_react_code_reward(
             shots = {todo[k]: s for k, s in zip(compiled, scores, strict=True)}
         with_shots = screenshot_judge is not None
         return [
-            _score(tokens[i], blocks[i], checks.get(i), judged.get(i), with_shots, shots.get(i), cfg)
+            _score(
+                tokens[i], blocks[i], checks.get(i), judged.get(i), with_shots, shots.get(i), cfg
+            )
             for i in range(n)
         ]
 

@@ -1,7 +1,7 @@
 """Long-lived Node workers (``node/worker.js``) in the sandbox, one JSON line per request.
 
 A :class:`NodeWorker` starts ``node worker.js`` through
-:func:`botgrpo.rewards._sandbox_spawn.spawn_sandboxed` on first use, waits for its "ready"
+:func:`botgrpo.rewards.sandbox.spawn_sandboxed` on first use, waits for its "ready"
 line, and then answers requests one at a time. A request that overruns its deadline, or a
 worker that dies (a crash, an escape that called ``process.exit``), kills the whole sandbox;
 the next request starts a fresh one. A :class:`WorkerPool` holds one worker per core and hands
@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from botgrpo.rewards._sandbox_spawn import SandboxedProcess, SpawnConfig, spawn_sandboxed
+from botgrpo.rewards.sandbox.spawn import SandboxedProcess, SpawnConfig, spawn_sandboxed
 
 __all__ = ["NODE_DIR", "NodeWorker", "WorkerError", "WorkerPool", "require_node_project"]
 
@@ -41,7 +41,9 @@ def require_node_project() -> tuple[str, Path]:
     """The node executable and the worker script; a clear error when either is missing."""
     node = shutil.which("node")
     if node is None:
-        raise RuntimeError("React rewards need Node.js >= 18 on PATH (Debian: apt-get install nodejs)")
+        raise RuntimeError(
+            "React rewards need Node.js >= 18 on PATH (Debian: apt-get install nodejs)"
+        )
     if not (NODE_DIR / "node_modules" / "eslint").is_dir():
         raise RuntimeError(
             f"the React worker's npm packages are not installed; run `npm ci --prefix {NODE_DIR}` "
@@ -119,7 +121,9 @@ class NodeWorker:
         env = dict(base.extra_env)
         if chromium:
             env["BOTGRPO_CHROMIUM"] = chromium
-        return SpawnConfig(**{**base.__dict__, "readable_paths": tuple(sorted(paths)), "extra_env": env})
+        return SpawnConfig(
+            **{**base.__dict__, "readable_paths": tuple(sorted(paths)), "extra_env": env}
+        )
 
     def start(self) -> None:
         """Start the process now (a no-op when it runs)."""
@@ -175,7 +179,9 @@ class NodeWorker:
                     return reply
         except (EOFError, BrokenPipeError, OSError, ValueError) as exc:
             self.stop()
-            raise WorkerError(f"the worker died ({type(exc).__name__}); it will be restarted") from exc
+            raise WorkerError(
+                f"the worker died ({type(exc).__name__}); it will be restarted"
+            ) from exc
         except WorkerError:
             self.stop()
             raise

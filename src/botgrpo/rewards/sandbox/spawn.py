@@ -2,7 +2,7 @@
 
 :func:`botgrpo.rewards.sandbox.run_python` runs one program to completion; a service such as
 the React checking worker must instead stay up and talk over its pipes. :func:`spawn_sandboxed`
-starts any executable through the same supervisor (``_sandbox_supervisor.py``): private mount,
+starts any executable through the same supervisor (``supervisor.py``): private mount,
 network, PID, IPC and UTS namespaces, a fresh unprivileged uid, ``no_new_privs``, a read-only
 filesystem with only a private tmpfs writable, hidden home directories, resource limits, no
 network; when the process or its supervisor dies, every process it started dies with it.
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import IO, Any
 
-from botgrpo.rewards._sandbox_process import (
+from botgrpo.rewards.sandbox.process import (
     HIDDEN_DIRS,
     PROGRAM_ENV,
     SUPERVISOR,
@@ -43,6 +43,7 @@ from botgrpo.rewards._sandbox_process import (
     _parse_status,
     _remove_tree,
 )
+from botgrpo.rewards.sandbox.run import _modes_to_try
 
 __all__ = ["SandboxedProcess", "SpawnConfig", "spawn_sandboxed"]
 
@@ -232,12 +233,12 @@ def spawn_sandboxed(
     succeeded shows once the program answers; if it exits instead, :meth:`SandboxedProcess.report`
     holds the supervisor's "setup_error".
     """
-    from botgrpo.rewards.sandbox import _modes_to_try
-
     cfg = config or SpawnConfig()
     argv = [str(a) for a in argv]
     if not argv or not os.path.isabs(argv[0]) or not os.access(argv[0], os.X_OK):
-        raise ValueError(f"spawn_sandboxed: argv[0] must be an executable's absolute path, got {argv[:1]}")
+        raise ValueError(
+            f"spawn_sandboxed: argv[0] must be an executable's absolute path, got {argv[:1]}"
+        )
     if mode is None:
         modes = _modes_to_try(cfg.isolation)
         if not modes:

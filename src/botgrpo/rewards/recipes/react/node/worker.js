@@ -33,12 +33,14 @@ async function handle(req) {
 // page needs (x.constructor.constructor("return process")); once every module is loaded and
 // warmed up, the host's function constructors refuse. Pages keep their own, working ones.
 function sealHostRealm() {
-  const refuse = function () {
-    throw new EvalError("code generation is disabled in the worker's realm");
-  };
   const kinds = [function () {}, async function () {}, function* () {}, async function* () {}];
   for (const fn of kinds) {
-    Object.defineProperty(Object.getPrototypeOf(fn), "constructor", { value: refuse, writable: false, configurable: false });
+    const prototype = Object.getPrototypeOf(fn);
+    const refuse = function () {
+      throw new EvalError("code generation is disabled in the worker's realm");
+    };
+    Object.defineProperty(refuse, "name", { value: prototype.constructor.name });
+    Object.defineProperty(prototype, "constructor", { value: refuse, writable: false, configurable: false });
   }
 }
 

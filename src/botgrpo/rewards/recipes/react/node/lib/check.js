@@ -57,7 +57,7 @@ function checkCode(req) {
   const result = { compiled, rendered: null, blank: null, is_component: parsed.hasJsx, component: null, unknown_imports: [] };
   if (compiled && req.lint !== false) {
     t = process.hrtime.bigint();
-    diagnostics = diagnostics.concat(lintCode(code));
+    diagnostics = diagnostics.concat(lintCode(code, parsed.hasTypes));
     timings.lint = elapsed(t);
   }
   if (compiled && req.render !== false) {

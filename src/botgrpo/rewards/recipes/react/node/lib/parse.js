@@ -43,19 +43,21 @@ function componentCandidates(program) {
   return names.filter((n) => /^[A-Z]/.test(n));
 }
 
-// Parse `code`; returns {diagnostics, imports: [{name, line}], hasJsx, candidates}.
+// Parse `code`; returns {diagnostics, imports: [{name, line}], hasJsx, hasTypes, candidates}.
 function parseCode(code) {
   let ast;
   try {
     ast = babel.parse(code, PARSE_OPTIONS);
   } catch (err) {
-    return { diagnostics: [compileDiagnostic(err)], imports: [], hasJsx: false, candidates: [] };
+    return { diagnostics: [compileDiagnostic(err)], imports: [], hasJsx: false, hasTypes: false, candidates: [] };
   }
   const diagnostics = (ast.errors || []).map(compileDiagnostic);
   const imports = [];
   let hasJsx = false;
+  let hasTypes = false;
   let createsElements = false;
   walk(ast.program, (node) => {
+    if (node.type.startsWith("TS")) hasTypes = true;
     if (node.type === "JSXElement" || node.type === "JSXFragment") hasJsx = true;
     else if (node.type === "ImportDeclaration" || node.type === "ExportNamedDeclaration" || node.type === "ExportAllDeclaration") {
       if (node.source && typeof node.source.value === "string" && node.importKind !== "type") {
@@ -74,6 +76,7 @@ function parseCode(code) {
     diagnostics,
     imports,
     hasJsx: hasJsx || createsElements,
+    hasTypes,
     candidates: componentCandidates(ast.program),
   };
 }

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import base64
+import doctest
 import http.server
+import importlib
+import json
 import os
 import shutil
 import struct
@@ -344,3 +348,77 @@ def test_worker_restarts_after_a_deadline_and_after_dying():
         reply = worker.request({"op": "ping"}, timeout_s=30)
         assert reply["ok"] and worker.starts == 3
         assert worker.startup_s is not None
+
+
+# ---------------------------------------------------------------------------------------------
+# The screenshot judge over a real OpenAI-compatible endpoint on loopback
+
+
+class _VisionJudge(http.server.BaseHTTPRequestHandler):
+    answers: ClassVar[dict[str, str]] = {}  # task -> answer
+    bodies: ClassVar[list[dict]] = []
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.bodies.append(body)
+        prompt = body["messages"][1]["content"][0]["text"]
+        task = prompt.split("\n")[1]
+        text = self.answers.get(task, "no score here")
+        data = json.dumps({"choices": [{"message": {"role": "assistant", "content": text}}]})
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(data.encode())
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture()
+def vision_url():
+    _VisionJudge.answers, _VisionJudge.bodies = {}, []
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _VisionJudge)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    httpd.shutdown()
+
+
+def test_screenshot_judge_scores_real_screenshots_and_fails_safe(pool, vision_url):
+    from botgrpo.rewards.judges import JudgeConfig, ScreenshotJudge
+
+    _VisionJudge.answers = {"a": "The page works.\nSCORE: 6", "b": "I cannot tell."}
+    config = JudgeConfig(base_url=vision_url, model="vision", max_retries=0)
+    tok = build_char_tokenizer()
+    import botgrpo.rewards.recipes.react.checks as checks
+
+    original, checks._pool = checks._pool, pool
+    try:
+        with ScreenshotJudge(config) as judge:
+            reward = make_react_code_reward(tok, screenshot_judge=judge)
+            texts = [f"```jsx\n{read('valid.jsx')}```", f"```jsx\n{read('typed.tsx')}```"]
+            ids = [tok(t).input_ids for t in texts]
+            scored, unparsed = reward(prompts=["a", "b"], completions=texts, completion_ids=ids)
+            assert judge.metrics.failures == 1
+    finally:
+        checks._pool = original
+    assert scored.outcome == pytest.approx(0.6)
+    assert unparsed.outcome == pytest.approx(0.0)  # no score: the term is 0
+    parts = _VisionJudge.bodies[0]["messages"][1]["content"]
+    image = parts[1]["image_url"]["url"]
+    assert image.startswith("data:image/png;base64,")
+    assert png_size(base64.b64decode(image.split(",", 1)[1])) == (1280, 800)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "botgrpo.rewards.recipes.react.recipe",
+        "botgrpo.rewards.recipes.react.checks",
+        "botgrpo.rewards.sandbox.spawn",
+        "botgrpo.rewards.judges.screenshot",
+    ],
+)
+def test_doctests(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0

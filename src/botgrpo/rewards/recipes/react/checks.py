@@ -17,7 +17,7 @@ module (``lucide-react``, ``recharts``, ``./Button``) is a stub whose every expo
 component rendering nothing, reported as a "unknown-import" warning on its import line.
 ``React`` is also a global (ESLint knows it), as on pages that load React from a script tag.
 
->>> [r] = check_components(["export default () => <p>hi</p>;\\n"])  # doctest: +SKIP
+>>> [r] = check_components(["export default () => <p>hi</p>;\\n"])
 >>> r.compiled, r.rendered, r.blank, r.diagnostics
 (True, True, False, ())
 """

@@ -422,3 +422,51 @@ def test_screenshot_judge_scores_real_screenshots_and_fails_safe(pool, vision_ur
 def test_doctests(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.failed == 0 and result.attempted > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# The runnable recipe
+
+
+def _parse_recipe(*flags: str):
+    import warnings
+
+    from botgrpo.trl.script import make_train_parser
+
+    recipe = Path(__file__).parents[1] / "recipes" / "react_qwen2.5-3b.yaml"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make_train_parser().parse_args_and_config(
+            ["--config", str(recipe), "--bf16", "false", "--use_cpu", "true", *flags]
+        )
+
+
+def test_react_recipe_is_the_papers_setup_with_its_grpo_baseline(pool, tiny_tokenizer, monkeypatch):
+    from botgrpo.trl.script import load_datasets, load_reward_funcs
+
+    monkeypatch.chdir(Path(__file__).parents[1])  # the data path is relative to the checkout
+    script, config, model = _parse_recipe()
+    assert model.model_name_or_path == "Qwen/Qwen2.5-3B-Instruct"
+    assert (config.preset, config.w_g, config.w_s) == ("bot", 3.0, 0.5)
+    assert config.num_generations == 8 and config.generation_batch_size == 64
+    train, held_out = load_datasets(script, config.seed)
+    assert (len(train), len(held_out)) == (60, 20)
+    assert "```jsx" in train[0]["prompt"] and train[0]["prompt"].endswith(train[0]["task"])
+    assert not set(train["task"]) & set(held_out["task"])
+    (bot,) = load_reward_funcs(script.reward_funcs, tiny_tokenizer, script.reward_func_kwargs)
+    kwargs = '{"react_code_reward": {"config": {"line_penalties": false}}}'
+    script_g, config_g, _ = _parse_recipe("--preset", "grpo", "--reward_func_kwargs", kwargs)
+    (grpo,) = load_reward_funcs(script_g.reward_funcs, tiny_tokenizer, script_g.reward_func_kwargs)
+    assert config_g.advantage_estimator == "grpo"
+    text = f"```jsx\n{read('syntax_error.jsx')}```"
+    ids = tiny_tokenizer(text).input_ids
+    import botgrpo.rewards.recipes.react.checks as checks
+
+    original, checks._pool = checks._pool, pool
+    try:
+        [b] = bot(prompts=["p"], completions=[text], completion_ids=[ids])
+        [g] = grpo(prompts=["p"], completions=[text], completion_ids=[ids])
+    finally:
+        checks._pool = original
+    assert b.outcome == g.outcome == -1.0
+    assert b.local.min() == -1.0 and not g.local.any()

@@ -258,8 +258,10 @@ def _screenshot_scores(
     )
     for i, result in zip(todo, results, strict=True):
         score = getattr(result, "score", result)
-        ok = isinstance(score, (int, float)) and not isinstance(score, bool) and 0 <= score <= 10
-        scores[i] = float(score) if ok else 0.0
+        number = (
+            isinstance(score, int | float) and not isinstance(score, bool) and math.isfinite(score)
+        )
+        scores[i] = min(max(float(score), 0.0), 10.0) if number else 0.0  # clipped (App. D)
     return scores
 
 
@@ -277,8 +279,9 @@ def make_react_code_reward(
         config: options (or a mapping of them).
         code_judge: as in :func:`botgrpo.rewards.recipes.python.make_python_code_reward`
             (e.g. :class:`botgrpo.rewards.judges.CodeJudge`).
-        screenshot_judge: optional ``(task, png_bytes) -> score`` (0-10; anything else counts
-            0), or an object with ``judge_screenshot`` / ``judge_many``.
+        screenshot_judge: optional ``(task, png_bytes) -> score`` (or a result with ``.score``),
+            clipped to [0, 10]; no number counts 0; or an object with ``judge_screenshot`` /
+            ``judge_many`` such as :class:`botgrpo.rewards.judges.ScreenshotJudge`.
     """
     cfg = config_from_mapping(ReactRewardConfig, config)
     tok = resolve_tokenizer(tokenizer)

@@ -305,6 +305,9 @@ def hostile_components(marker: Path, port: int) -> list[str]:
         "export default function App() {\n  const x = new XMLHttpRequest();\n"
         f"  x.open('GET', 'http://127.0.0.1:{port}/leak', false);\n  x.send();\n"
         "  return <p>{x.responseText}</p>;\n}\n",
+        # a memory bomb: stopped by the data-segment limit or the render timeout
+        "export default function App() {\n  const hoard = [];\n"
+        "  for (;;) hoard.push(new Float64Array(1 << 24));\n}\n",
     ]
 
 

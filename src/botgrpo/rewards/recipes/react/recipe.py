@@ -28,6 +28,7 @@ Per completion:
 
 from __future__ import annotations
 
+import atexit
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +46,13 @@ from botgrpo.rewards.code_blocks import CodeBlock, extract_code_block
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import config_from_mapping
 from botgrpo.rewards.recipes.python import CodeJudgement, _as_judgement
-from botgrpo.rewards.recipes.react.checks import ReactCheck, check_components, screenshot_components
+from botgrpo.rewards.recipes.react.checks import (
+    ReactCheck,
+    check_components,
+    default_pool,
+    screenshot_components,
+)
+from botgrpo.rewards.recipes.react.worker import WorkerPool
 from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
 from botgrpo.rewards.types import TokenReward
 from botgrpo.rewards.verifiers import SeverityWeights
@@ -86,6 +93,9 @@ class ReactRewardConfig:
     """Render each component in jsdom (off: compile + lint only; no render or blank term)."""
     render_timeout_s: float = 2.0
     """Time limit of one render; longer counts as a render failure."""
+    workers: int | None = None
+    """Node workers of this reward function's own pool; None shares the process-wide pool
+    (one worker per CPU core). Set it when several training processes share a machine."""
     judge_weight: float = 1.0
     """G gains judge_weight * score / 10 when a code judge is given."""
     screenshot_weight: float = 1.0
@@ -128,6 +138,10 @@ class ReactRewardConfig:
             raise ValueError("ReactRewardConfig.lint_floor must be <= 0")
         if not self.render_timeout_s > 0:
             raise ValueError("ReactRewardConfig.render_timeout_s must be > 0")
+        if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
+            raise ValueError(
+                f"ReactRewardConfig.workers must be an int >= 1 or None, got {self.workers!r}"
+            )
         if not self.languages or not self.name:
             raise ValueError("ReactRewardConfig: languages and name must be set")
 
@@ -245,9 +259,9 @@ def score_react_completion(
 
 
 def _screenshot_scores(
-    judge: Any, tasks: list[str], codes: list[str], cfg: ReactRewardConfig
+    judge: Any, tasks: list[str], codes: list[str], pool: WorkerPool
 ) -> list[float | None]:
-    shots = screenshot_components(codes)
+    shots = screenshot_components(codes, pool=pool)
     todo = [i for i, s in enumerate(shots) if s.png is not None]
     scores: list[float | None] = [None] * len(codes)
     if not todo:
@@ -286,6 +300,15 @@ def make_react_code_reward(
     cfg = config_from_mapping(ReactRewardConfig, config)
     tok = resolve_tokenizer(tokenizer)
     name = cfg.name
+    own_pool: list[WorkerPool] = []
+
+    def pool() -> WorkerPool:
+        if cfg.workers is None:
+            return default_pool()
+        if not own_pool:
+            own_pool.append(WorkerPool(cfg.workers))
+            atexit.register(own_pool[0].close)
+        return own_pool[0]
 
     def reward(
         prompts: Sequence[Any] | None = None,
@@ -301,7 +324,9 @@ def make_react_code_reward(
         codes = [blocks[i].code for i in todo]  # type: ignore[union-attr]
         checks: dict[int, ReactCheck] = {}
         if todo:
-            ran = check_components(codes, render=cfg.render, timeout_s=cfg.render_timeout_s)
+            ran = check_components(
+                codes, render=cfg.render, timeout_s=cfg.render_timeout_s, pool=pool()
+            )
             checks.update(zip(todo, ran, strict=True))
         prompt_list = list(prompts) if prompts is not None else [""] * n
         tasks = [message_text(prompt_list[i], role="user") for i in todo]
@@ -315,7 +340,7 @@ def make_react_code_reward(
         if screenshot_judge is not None:
             compiled = [k for k, i in enumerate(todo) if checks[i].compiled]
             scores = _screenshot_scores(
-                screenshot_judge, [tasks[k] for k in compiled], [codes[k] for k in compiled], cfg
+                screenshot_judge, [tasks[k] for k in compiled], [codes[k] for k in compiled], pool()
             )
             shots = {todo[k]: s for k, s in zip(compiled, scores, strict=True)}
         with_shots = screenshot_judge is not None

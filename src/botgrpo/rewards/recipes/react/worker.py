@@ -16,9 +16,8 @@ import queue
 import secrets
 import selectors
 import shutil
-import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -207,7 +206,6 @@ class WorkerPool:
         self._idle: queue.SimpleQueue[NodeWorker] = queue.SimpleQueue()
         for worker in self.workers:
             self._idle.put(worker)
-        self._lock = threading.Lock()
 
     def map(self, fn: Callable[[NodeWorker, int], T], n_items: int) -> list[T]:
         """``fn(worker, i)`` for i in range(n_items), each on an idle worker; results in order."""
@@ -234,10 +232,3 @@ class WorkerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def start_all(pool: WorkerPool, workers: Sequence[NodeWorker] | None = None) -> None:
-    """Start the pool's workers in parallel (start-up is mostly I/O and JIT)."""
-    targets = list(workers or pool.workers)
-    with ThreadPoolExecutor(len(targets)) as ex:
-        list(ex.map(lambda w: w.start(), targets))

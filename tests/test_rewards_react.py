@@ -473,3 +473,32 @@ def test_react_recipe_is_the_papers_setup_with_its_grpo_baseline(pool, tiny_toke
         checks._pool = original
     assert b.outcome == g.outcome == -1.0
     assert b.local.min() == -1.0 and not g.local.any()
+
+
+def test_a_worker_that_cannot_start_raises_instead_of_failing_items():
+    from botgrpo.rewards.recipes.react import WorkerStartError
+
+    with (
+        WorkerPool(1, startup_timeout_s=0.001) as hopeless,
+        pytest.raises(WorkerStartError, match="did not start"),
+    ):
+        check_components([read("valid.jsx")], pool=hopeless)
+
+
+def test_spawn_in_each_isolation_mode_and_its_report():
+    from botgrpo.rewards.sandbox import isolation_modes
+
+    modes = isolation_modes()
+    assert modes and modes[-1] == "rlimits"
+    for mode in (modes[0], "rlimits"):
+        with spawn_sandboxed(["/bin/cat"], SpawnConfig(), mode=mode) as proc:
+            proc.stdin.write(b"ping\n")
+            proc.stdin.flush()
+            assert proc.stdout.readline() == b"ping\n" and proc.isolation == mode
+        report = proc.last_report  # stdin closed: cat ended, the supervisor reported
+        assert report["isolation"] == mode and os.waitstatus_to_exitcode(report["wait_status"]) == 0
+        assert "rlimits" in report["protections"] and "no-new-privs" in report["protections"]
+    with pytest.raises(ValueError, match="absolute path"):
+        spawn_sandboxed(["cat"])
+    with pytest.raises(ValueError, match="memory_mb"):
+        SpawnConfig(memory_mb=0)

@@ -30,7 +30,12 @@ from botgrpo.rewards.sandbox.run import (
     run_python_tests_many,
     set_max_concurrency,
 )
-from botgrpo.rewards.sandbox.spawn import SandboxedProcess, SpawnConfig, spawn_sandboxed
+from botgrpo.rewards.sandbox.spawn import (
+    SandboxedProcess,
+    SpawnConfig,
+    isolation_modes,
+    spawn_sandboxed,
+)
 
 __all__ = [
     "ISOLATION_MODES",
@@ -43,6 +48,7 @@ __all__ = [
     "Status",
     "TestCaseResult",
     "TestRunResult",
+    "isolation_modes",
     "max_concurrency",
     "run_many",
     "run_python",

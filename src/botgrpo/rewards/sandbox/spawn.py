@@ -45,7 +45,7 @@ from botgrpo.rewards.sandbox.process import (
 )
 from botgrpo.rewards.sandbox.run import _modes_to_try
 
-__all__ = ["SandboxedProcess", "SpawnConfig", "spawn_sandboxed"]
+__all__ = ["SandboxedProcess", "SpawnConfig", "isolation_modes", "spawn_sandboxed"]
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,7 @@ class SandboxedProcess:
         self._status_fd = status_fd
         self.isolation = mode
         """The isolation mode it runs in."""
+        self._report: dict = {}
 
     @property
     def stdin(self) -> IO[bytes]:
@@ -123,20 +124,27 @@ class SandboxedProcess:
         """Whether the supervisor (and so the program) is still running."""
         return self._proc.poll() is None
 
-    def report(self) -> dict:
-        """The supervisor's final report ({} while it runs); has "setup_error" on failure."""
-        if self.alive() or self._status_fd < 0:
-            return {}
+    @property
+    def last_report(self) -> dict:
+        """The supervisor's report ("isolation", "protections", "wait_status"), read once the
+        program ended ({} before, or when it was killed and left none); a "setup_error" entry
+        says why the sandbox could not start."""
+        return self._report
+
+    def _collect_report(self) -> None:
+        if self._status_fd < 0:
+            return
+        os.set_blocking(self._status_fd, False)
         chunks = []
-        while chunk := os.read(self._status_fd, 65536):
-            chunks.append(chunk)
+        with suppress(BlockingIOError, OSError):
+            while chunk := os.read(self._status_fd, 65536):
+                chunks.append(chunk)
         os.close(self._status_fd)
         self._status_fd = -1
-        self._last_report = _parse_status(b"".join(chunks))
-        return self._last_report
+        self._report = _parse_status(b"".join(chunks)) if chunks else {}
 
     def kill(self) -> None:
-        """Kill the program and everything it started, then clean up (idempotent)."""
+        """Kill the program and everything it started at once, then clean up (idempotent)."""
         with suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, signal.SIGKILL)
         with suppress(subprocess.TimeoutExpired):
@@ -145,16 +153,23 @@ class SandboxedProcess:
             with suppress(OSError):
                 if stream is not None:
                     stream.close()
-        if self._status_fd >= 0:
-            os.close(self._status_fd)
-            self._status_fd = -1
+        self._collect_report()
         _remove_tree(self._workdir)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Close the program's stdin and give it ``timeout_s`` to exit (then kill it); its
+        supervisor's report is then in :attr:`last_report`."""
+        with suppress(OSError):
+            self.stdin.close()
+        with suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=timeout_s)
+        self.kill()
 
     def __enter__(self) -> SandboxedProcess:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.kill()
+        self.close()
 
 
 def _spec(argv: list[str], cfg: SpawnConfig, mode: str, workdir: str, status_fd: int) -> dict:
@@ -217,6 +232,13 @@ def _start(argv: list[str], cfg: SpawnConfig, mode: str, stderr: Any) -> Sandbox
     return SandboxedProcess(proc, workdir, status_r, mode)
 
 
+def isolation_modes(isolation: str = "auto") -> list[str]:
+    """The isolation modes to try for ``isolation``, best first ("auto": "namespaces" when root,
+    then "userns", then "rlimits"; modes the kernel refused earlier in this process are left
+    out). A caller that sees a start fail (a "setup_error" in the report) tries the next."""
+    return _modes_to_try(isolation)
+
+
 def spawn_sandboxed(
     argv: Sequence[str],
     config: SpawnConfig | None = None,
@@ -230,8 +252,9 @@ def spawn_sandboxed(
     :class:`subprocess.Popen` (default: discarded). ``mode`` forces an isolation mode (the
     caller's fallback logic picks it; default: the first of "namespaces", "userns", "rlimits"
     this process may use, as :func:`botgrpo.rewards.sandbox.run_python` does). Whether set-up
-    succeeded shows once the program answers; if it exits instead, :meth:`SandboxedProcess.report`
-    holds the supervisor's "setup_error".
+    succeeded shows once the program answers; if it exits instead, after
+    :meth:`SandboxedProcess.kill` its :attr:`~SandboxedProcess.last_report` holds the
+    supervisor's "setup_error" (and :func:`isolation_modes` the modes left to try).
     """
     cfg = config or SpawnConfig()
     argv = [str(a) for a in argv]
@@ -240,7 +263,7 @@ def spawn_sandboxed(
             f"spawn_sandboxed: argv[0] must be an executable's absolute path, got {argv[:1]}"
         )
     if mode is None:
-        modes = _modes_to_try(cfg.isolation)
+        modes = isolation_modes(cfg.isolation)
         if not modes:
             raise RuntimeError("spawn_sandboxed: no isolation mode is available on this machine")
         mode = modes[0]

@@ -24,7 +24,12 @@ from botgrpo.rewards.recipes.react.recipe import (
     make_react_code_reward,
     score_react_completion,
 )
-from botgrpo.rewards.recipes.react.worker import NodeWorker, WorkerError, WorkerPool
+from botgrpo.rewards.recipes.react.worker import (
+    NodeWorker,
+    WorkerError,
+    WorkerPool,
+    WorkerStartError,
+)
 
 __all__ = [
     "REACT_LANGUAGES",
@@ -35,6 +40,7 @@ __all__ = [
     "Screenshot",
     "WorkerError",
     "WorkerPool",
+    "WorkerStartError",
     "check_components",
     "default_pool",
     "extract_react_block",

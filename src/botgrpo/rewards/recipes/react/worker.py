@@ -22,9 +22,21 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
-from botgrpo.rewards.sandbox.spawn import SandboxedProcess, SpawnConfig, spawn_sandboxed
+from botgrpo.rewards.sandbox.spawn import (
+    SandboxedProcess,
+    SpawnConfig,
+    isolation_modes,
+    spawn_sandboxed,
+)
 
-__all__ = ["NODE_DIR", "NodeWorker", "WorkerError", "WorkerPool", "require_node_project"]
+__all__ = [
+    "NODE_DIR",
+    "NodeWorker",
+    "WorkerError",
+    "WorkerPool",
+    "WorkerStartError",
+    "require_node_project",
+]
 
 NODE_DIR = Path(__file__).resolve().with_name("node")
 """The worker's Node project (package.json, package-lock.json, worker.js, lib/)."""
@@ -33,7 +45,11 @@ T = TypeVar("T")
 
 
 class WorkerError(RuntimeError):
-    """The worker could not answer (did not start, died, or overran its deadline)."""
+    """The worker could not answer this request (it died or overran its deadline)."""
+
+
+class WorkerStartError(RuntimeError):
+    """The worker could not be started in any isolation mode (a set-up problem, not an item's)."""
 
 
 def require_node_project() -> tuple[str, Path]:
@@ -125,27 +141,37 @@ class NodeWorker:
         )
 
     def start(self) -> None:
-        """Start the process now (a no-op when it runs)."""
+        """Start the process now (a no-op when it runs); tries each isolation mode in turn."""
         if self._proc is not None and self._proc.alive():
             return
         self.stop()
         node, script = require_node_project()
-        begin = time.monotonic()
-        proc = spawn_sandboxed([node, "--max-old-space-size=2048", str(script)], self._config())
-        lines = _Lines(proc.stdout)
-        try:
-            line = lines.readline(begin + self.startup_timeout_s)
-        except EOFError:
-            line = b""
-        if not line or not json.loads(line).get("ready"):
-            report = proc.report() if not proc.alive() else {}
+        config = self._config()
+        failures = []
+        for mode in isolation_modes(config.isolation):
+            begin = time.monotonic()
+            proc = spawn_sandboxed(
+                [node, "--max-old-space-size=2048", str(script)], config, mode=mode
+            )
+            lines = _Lines(proc.stdout)
+            if self._ready(lines, begin + self.startup_timeout_s):
+                self._proc, self._lines, self._served = proc, lines, 0
+                self.starts += 1
+                self.startup_s = time.monotonic() - begin
+                return
             lines.close()
             proc.kill()
-            why = report.get("setup_error") or f"no ready line within {self.startup_timeout_s:g} s"
-            raise WorkerError(f"the React worker did not start: {why}")
-        self._proc, self._lines, self._served = proc, lines, 0
-        self.starts += 1
-        self.startup_s = time.monotonic() - begin
+            report = proc.last_report
+            failures.append(f"{mode}: {report.get('setup_error') or 'no ready line in time'}")
+        raise WorkerStartError("the React worker did not start (" + "; ".join(failures) + ")")
+
+    @staticmethod
+    def _ready(lines: _Lines, deadline: float) -> bool:
+        try:
+            line = lines.readline(deadline)
+            return bool(line) and json.loads(line).get("ready") is True
+        except (EOFError, ValueError, AttributeError):
+            return False
 
     def stop(self) -> None:
         """Kill the process (and everything it started)."""
@@ -157,7 +183,8 @@ class NodeWorker:
 
     def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request; its reply (a dict with "ok"). Raises :class:`WorkerError` when the
-        worker dies or overruns ``timeout_s``; it is then stopped and restarts on next use."""
+        worker dies or overruns ``timeout_s`` (it is then stopped and restarts on next use),
+        :class:`WorkerStartError` when it cannot be started at all."""
         if self._served >= self.max_requests:
             self.stop()
         self.start()

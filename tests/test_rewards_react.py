@@ -316,9 +316,10 @@ def test_hostile_components_fail_and_leave_no_trace(pool, tmp_path, server):
     results = check_components(hostile_components(marker, server), timeout_s=3.0, pool=pool)
     assert not marker.exists()
     assert _Recorder.hits == []
-    for result in results:
-        assert result.compiled and result.rendered is False, result
+    for result in results:  # a failed render, or (the memory bomb) a worker that died
+        assert not result.rendered, result
         assert any(d.source == "render" and d.severity == "fatal" for d in result.diagnostics)
+    assert all(r.compiled for r in results[:-1])
     [after] = check_components([read("valid.jsx")], pool=pool)
     assert after.rendered
 

@@ -6,6 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from botgrpo.rewards.verifiers.answers import AnswerConfig, check_answer
 from botgrpo.rewards.verifiers.symbolic import (
@@ -62,6 +64,11 @@ def test_step_verdicts(text, verdict):
         "a <= 3 and b >= 4 and c != 5",
         "3 + 4 = 7apples",
         r"\sqrt{2} = 1.41",  # irrational: not decided
+        "3:4 = 0.75",  # a ratio, not the claim 4 = 0.75
+        "12:30 - 5 = 7",  # a time
+        "the ratio 3:-2 = 5",
+        "5! - 3 = 117",  # factorial: the sign after "!" continues the phrase
+        "c: *3 = 3",
     ],
 )
 def test_unclear_claims_are_not_judged(text):
@@ -86,6 +93,49 @@ def test_unclear_claims_are_not_judged(text):
 def test_pathological_input_is_refused(text):
     # Refused without evaluating: these would take hours or exhaust memory.
     assert check_step(text).verdict == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "verdict"),
+    [
+        ("c:-6-2=-8", 1),
+        ("x: -3+1=-2", 1),
+        ("c:-6-2=-9", -1),
+        ("Step 1:-6-2=-8", 1),
+        ("Step 2: -3 + 1 = -2", 1),
+        ("1. -6 - 2 = -8", 1),
+        ("1) -6-2=-8", 1),
+        ("b) -6*2=-12", 1),
+        ("total; -(2+3) = -5", 1),
+        ("so a = 5, -5 + 2 = -3", 1),
+        ("c: +3-1=2", 1),
+    ],
+)
+def test_labelled_steps_with_signed_numbers(text, verdict):
+    assert check_step(text).verdict == verdict
+
+
+LABELS = ["c:", "x:", "total:", "Step 3:", "step 12:", "Line 2:", "4.", "4)", "b)", "c;"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    label=st.sampled_from(LABELS),
+    space=st.booleans(),
+    a=st.integers(-99, 99),
+    b=st.integers(-99, 99),
+    op=st.sampled_from(["+", "-", "*"]),
+    error=st.integers(-3, 3),
+    spaced=st.booleans(),
+)
+def test_a_label_never_changes_the_verdict(label, space, a, b, op, error, spaced):
+    value = a + b if op == "+" else a - b if op == "-" else a * b
+    gap = " " if spaced else ""
+    claim = f"{a}{gap}{op}{gap}{b}{gap}={gap}{value + error}"
+    sep = " " if space or label.endswith(".") else ""  # "4.-6" would be a decimal-like run
+    expected = 1 if error == 0 else -1
+    assert check_step(claim).verdict == expected, claim
+    assert check_step(f"{label}{sep}{claim}").verdict == expected, f"{label}{sep}{claim}"
 
 
 def test_claims_record_both_sides():

@@ -10,35 +10,13 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from botgrpo.core.bag import bag_advantage
 from botgrpo.core.checks import check_choice
 from botgrpo.core.estimators import register_advantage_estimator
 from botgrpo.core.groups import Gather, center_rows_, pooled_moments
 
 
-def _bag_advantage(
-    rewards_BT: Tensor,
-    mask_BT: Tensor,
-    group_B: Tensor,
-    eps: float,
-    gather: Gather | None,
-    *,
-    uniform: bool,
-) -> Tensor:
-    """A_t = (r_t - mu_g) / (sigma_g + eps) over the group's weighted bag; 0 without signal.
-
-    Works in place on ``rewards_BT`` (the estimator's own copy): r - mu_g is computed as the
-    row-centred value plus (mean_i - mu_g), so the token-level work is a few fused passes.
-    """
-    length_B, mean_B, var_B = center_rows_(rewards_BT, mask_BT)
-    weight_B = length_B if uniform else (length_B > 0).to(length_B.dtype)
-    gm = pooled_moments(weight_B, mean_B, var_B, group_B, gather)
-    scale_B = torch.where(gm.signal_B, 1.0 / (gm.sigma_B + eps), 0.0)
-    offset_B = (mean_B - gm.mu_B) * scale_B
-    dtype = rewards_BT.dtype
-    return rewards_BT.mul_(scale_B.to(dtype)[:, None]).add_(offset_B.to(dtype)[:, None])
-
-
-@register_advantage_estimator("bot")
+@register_advantage_estimator("bot", as_given=True)
 def bot(
     rewards_BT: Tensor, mask_BT: Tensor, group_B: Tensor, *, eps: float, gather: Gather | None
 ) -> Tensor:
@@ -52,10 +30,10 @@ def bot(
     rollout this is exactly GRPO with the population std. Groups with sigma ~ 0, groups of one
     rollout and empty rows get 0. Cost: O(B*T) plus O(B log B) for the groups.
     """
-    return _bag_advantage(rewards_BT, mask_BT, group_B, eps, gather, uniform=False)
+    return bag_advantage(rewards_BT, mask_BT, group_B, eps, gather, uniform=False)
 
 
-@register_advantage_estimator("bot_uniform")
+@register_advantage_estimator("bot_uniform", as_given=True)
 def bot_uniform(
     rewards_BT: Tensor, mask_BT: Tensor, group_B: Tensor, *, eps: float, gather: Gather | None
 ) -> Tensor:
@@ -66,7 +44,7 @@ def bot_uniform(
     Long rollouts dominate the group statistics; comparing with ``bot`` isolates the effect of the
     1/L_k weighting, which the paper could not separate from token-level credit.
     """
-    return _bag_advantage(rewards_BT, mask_BT, group_B, eps, gather, uniform=True)
+    return bag_advantage(rewards_BT, mask_BT, group_B, eps, gather, uniform=True)
 
 
 def _outcome_moments(rewards_BT: Tensor, mask_BT: Tensor, group_B: Tensor, gather: Gather | None):

@@ -32,6 +32,47 @@ def check_mask(mask_BT: object, shape: torch.Size, name: str = "mask_BT") -> Ten
     return mask != 0
 
 
+def check_binary_mask(
+    mask_BT: object, shape: torch.Size, name: str = "mask_BT", *, scratch: Tensor | None = None
+) -> Tensor:
+    """Return ``mask_BT`` itself (no copy) after checking it is bool or holds only 0 and 1.
+
+    Integers are checked by their minimum and maximum. Floats by ``m - m * m``, which is 0
+    exactly when m is 0 or 1 (NaN and values outside [0, 1] fail too), computed into
+    ``scratch`` (a buffer of the mask's shape, at least as wide as the mask's dtype, that the
+    caller overwrites afterwards) when one is given, else chunk by chunk, so no full-size
+    temporary is made.
+    """
+    mask = as_tensor(mask_BT, name)
+    if mask.shape != shape:
+        raise ValueError(f"{name} has shape {tuple(mask.shape)}, expected {tuple(shape)}")
+    if mask.dtype == torch.bool or mask.numel() == 0:
+        return mask
+    bad = f"{name} must be bool or contain only 0 and 1"
+    if mask.is_complex():
+        raise ValueError(bad)
+    if not mask.is_floating_point():  # integers in [0, 1] are 0 or 1
+        low, high = torch.aminmax(mask)
+        if not (bool(low >= 0) and bool(high <= 1)):
+            raise ValueError(bad)
+        return mask
+    if scratch is not None and mask.dtype.itemsize <= scratch.dtype.itemsize:
+        parts = [torch.addcmul(mask, mask, mask, value=-1, out=scratch)]
+    else:
+        flat = mask.reshape(-1)
+        chunks = (flat[i : i + _CHUNK] for i in range(0, flat.numel(), _CHUNK))
+        parts = (torch.addcmul(c, c, c, value=-1) for c in chunks)
+    for part in parts:
+        low, high = torch.aminmax(part)
+        if not (bool(low == 0) and bool(high == 0)):
+            raise ValueError(bad)
+    return mask
+
+
+_CHUNK = 1 << 17
+"""Elements per chunk of the float mask test without a scratch buffer (stays in cache)."""
+
+
 def check_group(group_B: object, batch: int) -> Tensor:
     """Return ``group_B`` as int64 [B]; ids must be integers (any values, not contiguous)."""
     group = as_tensor(group_B, "group_B")
@@ -77,6 +118,31 @@ def check_token_inputs(
         return rewards * mask, mask, group
     check_finite(rewards, mask, "rewards_BT")
     return torch.where(mask, rewards, torch.zeros((), dtype=rewards.dtype)), mask, group
+
+
+def check_token_inputs_as_given(
+    rewards_BT: object, mask_BT: object, group_B: object
+) -> tuple[Tensor, Tensor, Tensor]:
+    """Validate the shapes and dtypes of the shared estimator inputs without copying them.
+
+    Returns (rewards, mask, group): the rewards as given (any real float dtype; other dtypes
+    become float32), the mask as given (bool or numbers, shape checked) and the group ids as
+    int64. The mask's values and NaN or inf among kept rewards are the estimator's to check
+    (:func:`check_binary_mask` with its output buffer as scratch, :func:`check_finite`).
+    """
+    rewards = as_tensor(rewards_BT, "rewards_BT")
+    if rewards.dim() != 2:
+        raise ValueError(f"rewards_BT must be 2-D [B, T], got shape {tuple(rewards.shape)}")
+    if rewards.is_complex() or rewards.dtype == torch.bool:
+        raise ValueError(f"rewards_BT must be a real tensor, got dtype {rewards.dtype}")
+    if not rewards.is_floating_point():
+        rewards = rewards.float()
+    mask = as_tensor(mask_BT, "mask_BT")
+    if mask.shape != rewards.shape:
+        raise ValueError(f"mask_BT has shape {tuple(mask.shape)}, expected {tuple(rewards.shape)}")
+    if mask.is_complex():
+        raise ValueError("mask_BT must be bool or contain only 0 and 1")
+    return rewards, mask, check_group(group_B, rewards.shape[0])
 
 
 def check_steps(steps_BT: object, shape: torch.Size, mask_BT: Tensor) -> Tensor:

@@ -17,6 +17,11 @@ Every estimator is registered with :func:`register_advantage_estimator` and call
 The wrapper validates inputs and option names once, so the registered functions receive a fresh
 float rewards tensor (float32, or float64 if given; 0 at masked positions; theirs to modify in
 place), a bool mask and int64 group ids. Group statistics are accumulated in float64.
+Estimators registered with ``as_given=True`` (the bag estimators, whose cost is all token
+passes) instead receive the rewards and the mask exactly as the caller passed them (validated,
+not copied: float32 or float64 rewards, a bool or number mask), check the mask's values and
+kept entries for NaN and inf themselves, and return the float32 result with masked positions
+already 0.
 """
 
 from __future__ import annotations
@@ -28,7 +33,11 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from botgrpo.core.checks import check_nonnegative, check_token_inputs
+from botgrpo.core.checks import (
+    check_nonnegative,
+    check_token_inputs,
+    check_token_inputs_as_given,
+)
 from botgrpo.core.registry import Registry
 
 AdvantageEstimator = Callable[..., Tensor]
@@ -46,11 +55,15 @@ def _option_names(fn: Callable) -> tuple[str, ...]:
     return tuple(p.name for p in params if p.kind is p.KEYWORD_ONLY and p.name not in _SHARED)
 
 
-def register_advantage_estimator(name: str) -> Callable[[AdvantageEstimator], AdvantageEstimator]:
+def register_advantage_estimator(
+    name: str, *, as_given: bool = False
+) -> Callable[[AdvantageEstimator], AdvantageEstimator]:
     """Decorator registering ``fn(rewards_BT, mask_BT, group_B, *, eps, gather, **options)``.
 
     The registered callable validates its inputs, rejects unknown options with a ValueError
-    listing the accepted ones, and zeroes masked positions of the float32 result.
+    listing the accepted ones, and zeroes masked positions of the float32 result. With
+    ``as_given`` the function gets the caller's rewards and mask uncopied (see the module
+    docstring) and owns the NaN check and the masking of its result.
     """
 
     def decorator(fn: AdvantageEstimator) -> AdvantageEstimator:
@@ -73,6 +86,9 @@ def register_advantage_estimator(name: str) -> Callable[[AdvantageEstimator], Ad
                     f"it accepts: {', '.join(accepted + _SHARED)}"
                 )
             check_nonnegative("eps", eps)
+            if as_given:
+                rewards, mask, group = check_token_inputs_as_given(rewards_BT, mask_BT, group_B)
+                return fn(rewards, mask, group, eps=eps, gather=gather, **options)
             rewards, mask, group = check_token_inputs(rewards_BT, mask_BT, group_B)
             adv_BT = fn(rewards, mask, group, eps=eps, gather=gather, **options)
             if bool(torch.isfinite(adv_BT.sum())):

@@ -16,6 +16,9 @@ integers, decimals, thousands separators (``1,234``: comma followed by exactly t
 ``2x``), LaTeX ``\\frac{a}{b}``, ``\\times``, ``\\cdot``, ``\\div``, ``\\sqrt{}`` (exact roots
 only), ``\\left``/``\\right`` and ``$``. Single letters are symbols: ``x + x = 2x`` holds,
 ``2(x+1) = 2x+1`` is false, ``x = 5`` (an equation, not an identity) is not checkable.
+A label before a claim (``c:``, ``Step 1:``, ``1.``, ``1)``) is not part of it, and a sign
+after it starts the claim: ``c:-6-2=-8`` holds. Numbers written against a colon on both sides
+(``3:4``, ``12:30``: a ratio, a time) are not read as claims.
 
 Conservative by design: a false -1 hurts training more than a missing verdict, so
 
@@ -500,11 +503,15 @@ def _segments(toks: list[_Tok]) -> list[tuple[list[_Tok], bool, bool]]:
     """Runs of tokens between breaks, with flags: operator word just before / just after.
 
     A word counts as an operator word when it is in ``_OPERATOR_WORDS`` or is written against
-    an operand without a space (``3cm``, ``sin(30)``, ``log2``).
+    an operand without a space (``3cm``, ``sin(30)``, ``log2``). After a separator
+    (``: ; , .``) a sign starts a new claim (``c:-6-2=-8``, ``Step 1: -3+1=-2``), except
+    between two numbers written against it (``3:4``, ``12:30``, ``3:-2``: a ratio or a
+    time, not checked) unless the first number follows a label word (``Step 1:-6-2=-8``).
     """
     out: list[tuple[list[_Tok], bool, bool]] = []
     current: list[_Tok] = []
     taint_left = False
+    after_label_word = False
     for k, t in enumerate(toks):
         if t.kind not in ("word", "other", "brk"):
             current.append(t)
@@ -512,17 +519,52 @@ def _segments(toks: list[_Tok]) -> list[tuple[list[_Tok], bool, bool]]:
         word = t.kind == "word"
         known = word and t.text.lower() in _OPERATOR_WORDS
         glued_prev = bool(current) and not t.space_before and current[-1].kind in _OPERANDS
+        label_index = after_label_word and len(current) == 1 and current[0].kind == "num"
         if current:
             out.append((current, taint_left, known or (word and glued_prev)))
-        current = []
         nxt = toks[k + 1] if k + 1 < len(toks) else None
         glued_next = nxt is not None and not nxt.space_before and nxt.kind in ("lp", "num", "var")
-        # "3cm + 4 = 7": an operator after a unit word continues the phrase before it.
-        continued = nxt is not None and nxt.kind == "op" and (glued_prev or nxt.text in "+*/^")
-        taint_left = known or (word and glued_next) or continued
+        if t.kind == "other" and t.text in _SEPARATORS:
+            taint_left = _separator_taints(t, current, nxt, glued_prev and not label_index)
+        else:
+            # "3cm + 4 = 7": an operator after a unit word continues the phrase before it.
+            continued = nxt is not None and nxt.kind == "op" and (glued_prev or nxt.text in "+*/^")
+            taint_left = known or (word and glued_next) or continued
+        after_label_word, current = word and t.text.lower() in _LABEL_WORDS, []
     if current:
         out.append((current, taint_left, False))
     return out
+
+
+def _drop_list_label(toks: list[_Tok]) -> list[_Tok]:
+    """Drop a list label that opens the step (``1) -6-2=-8``, ``b) 3+4=7``): one number or
+    letter and a closing bracket with no opening one."""
+    if len(toks) > 2 and toks[0].kind in ("num", "var") and toks[1].text == ")":
+        return toks[2:]
+    return toks
+
+
+_LABEL_WORDS = frozenset(["step", "line", "case", "part", "stage", "row", "item", "eq", "equation"])
+"""Words that number a step: "Step 1:-6-2=-8" is a label, not the ratio 1:-6."""
+_SEPARATORS = frozenset(":;,.")
+"""Punctuation that ends a label or a clause: a sign right after it belongs to the next claim."""
+
+
+def _separator_taints(sep: _Tok, before: list[_Tok], nxt: _Tok | None, glued_prev: bool) -> bool:
+    """Whether the claim after separator ``sep`` is not to be checked on its left side.
+
+    ``3:4``, ``12:30``, ``3:-2`` (a number, the separator and a number or a signed number, all
+    written together) are ratios or times; ``*``, ``/`` or ``^`` right after a separator
+    continue something unparsed. A label (``c:``, ``Step 1:``, ``1.``) or a clause end before
+    a number or a sign taints nothing.
+    """
+    if nxt is None:
+        return False
+    if nxt.kind == "op" and nxt.text in "*/^":
+        return True
+    number_before = glued_prev and before[-1].kind == "num"
+    glued_after = not nxt.space_before and (nxt.kind == "num" or nxt.kind == "op")
+    return number_before and glued_after
 
 
 def _parse(toks: list[_Tok], cfg: SymbolicConfig) -> Any | None:
@@ -618,7 +660,7 @@ def check_step(text: str, config: SymbolicConfig | None = None) -> StepCheck:
     cfg = config or SymbolicConfig()
     deadline = time.perf_counter() + cfg.max_seconds
     claims: list[Claim] = []
-    for seg, taint_l, taint_r in _segments(_tokenize(text)):
+    for seg, taint_l, taint_r in _segments(_drop_list_label(_tokenize(text))):
         if not any(t.kind == "eq" for t in seg):
             continue
         if seg[-1].end - seg[0].start > cfg.max_claim_chars:

@@ -62,6 +62,8 @@ EXPECTED = {
     ),
     "missing_key.jsx": (True, True, False, True, {(5, "lint", "error", "react/jsx-key")}),
     "throws.jsx": (True, False, None, True, {(3, "render", "fatal", "runtime-error")}),
+    # React itself throws: the line is the declaration of the component being rendered
+    "invalid_child.jsx": (True, False, None, True, {(1, "render", "fatal", "runtime-error")}),
     "returns_null.jsx": (True, True, True, True, set()),
     "empty_div.jsx": (True, True, True, True, set()),
     "sync_loop.jsx": (True, False, None, True, {(None, "render", "fatal", "timeout")}),

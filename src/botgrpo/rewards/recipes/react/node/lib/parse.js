@@ -29,27 +29,31 @@ function walk(node, visit) {
   }
 }
 
-// Top-level names that look like components (capitalised functions, classes and consts).
+// Top-level names that look like components (capitalised functions, classes and consts),
+// with the line each is declared on.
 function componentCandidates(program) {
-  const names = [];
+  const found = {};
   for (const stmt of program.body) {
     const decl = stmt.type.startsWith("Export") && stmt.declaration ? stmt.declaration : stmt;
     if ((decl.type === "FunctionDeclaration" || decl.type === "ClassDeclaration") && decl.id) {
-      names.push(decl.id.name);
+      found[decl.id.name] = decl.loc.start.line;
     } else if (decl.type === "VariableDeclaration") {
-      for (const d of decl.declarations) if (d.id && d.id.type === "Identifier") names.push(d.id.name);
+      for (const d of decl.declarations) {
+        if (d.id && d.id.type === "Identifier") found[d.id.name] = d.loc.start.line;
+      }
     }
   }
-  return names.filter((n) => /^[A-Z]/.test(n));
+  return Object.fromEntries(Object.entries(found).filter(([n]) => /^[A-Z]/.test(n)));
 }
 
-// Parse `code`; returns {diagnostics, imports: [{name, line}], hasJsx, hasTypes, candidates}.
+// Parse `code`; returns {diagnostics, imports: [{name, line}], hasJsx, hasTypes,
+// candidates: {ComponentName: line}}.
 function parseCode(code) {
   let ast;
   try {
     ast = babel.parse(code, PARSE_OPTIONS);
   } catch (err) {
-    return { diagnostics: [compileDiagnostic(err)], imports: [], hasJsx: false, hasTypes: false, candidates: [] };
+    return { diagnostics: [compileDiagnostic(err)], imports: [], hasJsx: false, hasTypes: false, candidates: {} };
   }
   const diagnostics = (ast.errors || []).map(compileDiagnostic);
   const imports = [];

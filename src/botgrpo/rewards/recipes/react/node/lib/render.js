@@ -57,20 +57,28 @@ function newWindow() {
   }
 }
 
-function errorLine(stack, lines) {
+// The source line of an error: its innermost frame in the component's code; else (React threw,
+// e.g. "Objects are not valid as a React child") the declaration of the innermost component of
+// the code on React's component stack.
+function errorLine(stack, lines, candidates) {
   const match = /component\.js:(\d+):(\d+)/.exec(stack || "");
-  return match ? originalLine(lines, Number(match[1]), Number(match[2])) : null;
+  if (match) return originalLine(lines, Number(match[1]), Number(match[2]));
+  for (const frame of (stack || "").matchAll(/^\s*at ([A-Za-z_$][\w$]*) \(/gm)) {
+    if (Object.prototype.hasOwnProperty.call(candidates, frame[1])) return candidates[frame[1]];
+  }
+  return null;
 }
 
 function wrap(cjs, candidates) {
-  const names = candidates
+  const names = Object.keys(candidates)
     .filter((n) => IDENTIFIER.test(n))
     .map((n) => `${JSON.stringify(n)}: typeof ${n} === "undefined" ? undefined : ${n}`)
     .join(", ");
   return `__botgrpo.mount(function (module, exports, require, __botgrpo_found) {${cjs}\n;__botgrpo_found.names = {${names}};\n});`;
 }
 
-// Returns {rendered, blank, component, unknown, diagnostics}.
+// `candidates`: {ComponentName: declaration line}. Returns {rendered, blank, component,
+// unknown, diagnostics}.
 function renderCode(cjs, lines, candidates, timeoutMs) {
   const dom = newWindow();
   const context = dom.getInternalVMContext();
@@ -89,7 +97,7 @@ function renderCode(cjs, lines, candidates, timeoutMs) {
       throw err;
     }
     const diagnostics = result.errors.map((e) => ({
-      line: errorLine(e.stack, lines),
+      line: errorLine(e.stack, lines, candidates),
       source: "render",
       severity: "fatal",
       rule: "runtime-error",

@@ -34,7 +34,7 @@ function chromiumPath() {
 }
 
 function pageHtml(cjs, candidates) {
-  const names = candidates
+  const names = Object.keys(candidates)
     .filter((n) => IDENTIFIER.test(n))
     .map((n) => `${JSON.stringify(n)}: typeof ${n} === "undefined" ? undefined : ${n}`)
     .join(", ");

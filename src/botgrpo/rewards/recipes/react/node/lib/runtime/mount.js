@@ -21,11 +21,31 @@ function pickComponent(exports, candidates) {
   return found ? { value: top[found], name: found } : null;
 }
 
-function describeError(error) {
+// The error's own stack, then React's component stack (the component being rendered when
+// React itself threw, e.g. "Objects are not valid as a React child").
+function describeError(error, info) {
+  const componentStack = info && typeof info.componentStack === "string" ? info.componentStack : "";
   if (error !== null && typeof error === "object") {
-    return { message: `${error.name || "Error"}: ${error.message}`, stack: String(error.stack || "") };
+    const stack = `${String(error.stack || "")}\n${componentStack}`;
+    return { message: `${error.name || "Error"}: ${error.message}`, stack };
   }
-  return { message: `thrown: ${String(error)}`, stack: "" };
+  return { message: `thrown: ${String(error)}`, stack: componentStack };
+}
+
+// Catches render errors so that React reports them with its component stack (onCaughtError).
+function makeBoundary(React) {
+  return class Boundary extends React.Component {
+    constructor(props) {
+      super(props);
+      this.state = { failed: false };
+    }
+    static getDerivedStateFromError() {
+      return { failed: true };
+    }
+    render() {
+      return this.state.failed ? null : this.props.children;
+    }
+  };
 }
 
 function pageIsBlank(doc) {
@@ -42,7 +62,7 @@ export function mount(factory, runtime, options) {
   // effects run on their own before the screenshot.
   const flush = options && options.browser ? (fn) => ReactDOM.flushSync(fn) : (fn) => React.act(fn);
   const errors = [];
-  const record = (error) => errors.push(describeError(error));
+  const record = (error, info) => errors.push(describeError(error, info));
   const module = { exports: {} };
   const found = { names: {} };
   let component = null;
@@ -66,7 +86,8 @@ export function mount(factory, runtime, options) {
       onRecoverableError: record,
     });
     try {
-      flush(() => root.render(React.createElement(component.value)));
+      const Boundary = makeBoundary(React);
+      flush(() => root.render(React.createElement(Boundary, null, React.createElement(component.value))));
       flush(() => {});
     } catch (error) {
       record(error);

@@ -349,6 +349,9 @@ def test_worker_restarts_after_a_deadline_and_after_dying():
             worker.request({"op": "check", "code": code, "timeout_ms": 20000}, timeout_s=1.0)
         reply = worker.request({"op": "ping"}, timeout_s=30)
         assert reply["ok"] and worker.starts == 2
+        from botgrpo.rewards.sandbox import isolation_modes
+
+        assert worker.isolation == isolation_modes()[0]  # the strongest mode available
         os.killpg(worker._proc.pid, 9)  # the worker dies (as after a crash)
         worker._proc._proc.wait()
         reply = worker.request({"op": "ping"}, timeout_s=30)

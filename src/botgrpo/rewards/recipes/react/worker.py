@@ -10,6 +10,7 @@ items to idle workers.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import queue
@@ -132,13 +133,19 @@ class NodeWorker:
     def _config(self) -> SpawnConfig:
         base = self._spawn or SpawnConfig()
         paths = {*base.readable_paths, str(NODE_DIR)}
-        chromium = os.environ.get("BOTGRPO_CHROMIUM")
         env = dict(base.extra_env)
-        if chromium:
+        chromium = os.environ.get("BOTGRPO_CHROMIUM")
+        if chromium:  # a browser elsewhere than /usr/bin
             env["BOTGRPO_CHROMIUM"] = chromium
-        return SpawnConfig(
-            **{**base.__dict__, "readable_paths": tuple(sorted(paths)), "extra_env": env}
-        )
+            paths.add(os.path.dirname(os.path.realpath(chromium)))
+        return dataclasses.replace(base, readable_paths=tuple(sorted(paths)), extra_env=env)
+
+    @property
+    def isolation(self) -> str | None:
+        """The isolation mode the running process got ("namespaces", "userns" or "rlimits";
+        None when none runs). In "rlimits" the worker has the host's network and filesystem
+        view: see docs/rewards/react.md."""
+        return self._proc.isolation if self._proc is not None else None
 
     def start(self) -> None:
         """Start the process now (a no-op when it runs); tries each isolation mode in turn."""

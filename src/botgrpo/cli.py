@@ -5,7 +5,8 @@
     botgrpo demo [--steps N ...]
 
 Each subcommand owns its parser (``train`` uses TRL's ``TrlParser``); new subcommands register
-in :data:`COMMANDS`. For several processes launch the module, e.g.
+in :data:`COMMANDS`. A user's mistake ends in one line, ``botgrpo <command>: error: ...``, and
+exit status 2 (see :mod:`botgrpo.usage`). For several processes launch the module, e.g.
 ``accelerate launch -m botgrpo.cli train --config recipe.yaml``.
 """
 
@@ -13,6 +14,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+
+from botgrpo.usage import run_reporting_usage_errors
 
 
 def _train(argv: Sequence[str]) -> int:
@@ -58,7 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args[0] not in COMMANDS:
         print(f"botgrpo: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
         return 2
-    return COMMANDS[args[0]][1](args[1:])
+    command, run = args[0], COMMANDS[args[0]][1]
+    return run_reporting_usage_errors(command, lambda: run(args[1:]))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from botgrpo.harness.config import CompareConfig, add_dataclass_arguments, config_from_args
+from botgrpo.usage import UsageError, check_task_spec
 
 #: The demo: the default task, grpo vs bot, a budget of about ten minutes on two cores.
 DEMO_DEFAULTS = {
@@ -25,10 +26,11 @@ def _parse(
     parser = argparse.ArgumentParser(prog=prog, description=description)
     add_dataclass_arguments(parser, CompareConfig, defaults)
     try:
-        return config_from_args(CompareConfig, parser.parse_args(list(argv)))
+        cfg = config_from_args(CompareConfig, parser.parse_args(list(argv)))
     except ValueError as err:
-        parser.error(str(err))
-        raise  # unreachable: parser.error exits
+        raise UsageError(str(err)) from err
+    check_task_spec(cfg.task)  # before the warm start: a bad task fails in a second
+    return cfg
 
 
 def compare_main(argv: Sequence[str]) -> int:

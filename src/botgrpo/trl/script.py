@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +20,7 @@ from typing import Any
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
 from botgrpo.trl.config import BoTGRPOConfig
+from botgrpo.usage import UsageError, check_task_spec, check_yaml_mapping
 
 TINY_PREFIX = "tiny:"
 
@@ -149,7 +152,8 @@ def _task_reward(task: Any, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
     return make_task_reward(task, tokenizer)
 
 
-def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
+def _resolve(entry: str) -> tuple[Any, bool]:
+    """(the object an entry names, whether it is a factory '()')."""
     spec = BUILTIN_REWARDS.get(entry, entry)
     is_factory = spec.endswith("()")
     spec = spec.removesuffix("()")
@@ -159,7 +163,11 @@ def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
             "import path 'package.module:function' (add '()' for a factory)"
         )
     module_name, attr = spec.split(":", 1)
-    obj = getattr(importlib.import_module(module_name), attr)
+    return getattr(importlib.import_module(module_name), attr), is_factory
+
+
+def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
+    obj, is_factory = _resolve(entry)
     if not is_factory:
         if kwargs:
             raise ValueError(f"reward_func_kwargs given for {entry!r}, which is not a factory '()'")
@@ -220,21 +228,104 @@ def _to_prompts(dataset, args: TrainScriptArguments):
     return dataset
 
 
+def parse_train_args(
+    argv: Sequence[str] | None,
+) -> tuple[TrainScriptArguments, BoTGRPOConfig, Any]:
+    """TRL's parse of ``argv`` (None: the command line); a missing or malformed ``--config``
+    file or an invalid setting raises :class:`~botgrpo.usage.UsageError`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for i, arg in enumerate(argv):
+        path = argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None
+        path = arg.split("=", 1)[1] if arg.startswith("--config=") else path
+        if path is not None:
+            check_yaml_mapping(path, "--config")
+    try:
+        return make_train_parser().parse_args_and_config(argv)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+
+
+def check_train_inputs(args: TrainScriptArguments, model_name_or_path: str | None) -> None:
+    """Check the task, the reward functions and their options before any model is built or
+    loaded; raises :class:`~botgrpo.usage.UsageError` naming the problem and the fix."""
+    if not model_name_or_path:
+        raise UsageError("set model_name_or_path (a hub id, a local directory or tiny:DIR)")
+    local = model_name_or_path.startswith(("/", "./", "../", "~"))
+    if local and not Path(model_name_or_path).expanduser().is_dir():
+        raise UsageError(
+            f"model_name_or_path {model_name_or_path!r} is not a folder; pass a model saved "
+            "with save_pretrained, a hub name or tiny:DIR"
+        )
+    if args.task is None and not args.dataset_name:
+        raise UsageError("set task (e.g. arithmetic or chain) or dataset_name")
+    if args.task not in (None, "arithmetic"):
+        check_task_spec(args.task)
+    kwargs_by_entry = args.reward_func_kwargs or {}
+    if isinstance(kwargs_by_entry, str):
+        try:
+            kwargs_by_entry = json.loads(kwargs_by_entry)
+        except json.JSONDecodeError as err:
+            raise UsageError(f"reward_func_kwargs is not valid JSON ({err})") from err
+    unknown = sorted(set(kwargs_by_entry) - set(args.reward_funcs))
+    if unknown:
+        raise UsageError(f"reward_func_kwargs names entries not in reward_funcs: {unknown}")
+    for entry in args.reward_funcs:
+        _check_reward_entry(entry, kwargs_by_entry.get(entry, {}), args.task)
+
+
+def _check_reward_entry(entry: str, kwargs: dict[str, Any], task: str | None) -> None:
+    if entry == TASK_REWARD:
+        if task in (None, "arithmetic") or kwargs:
+            raise UsageError(
+                f"reward function {TASK_REWARD!r} scores a botgrpo task without options: set "
+                "task (e.g. chain) and give it no reward_func_kwargs"
+            )
+        return
+    try:
+        obj, is_factory = _resolve(entry)
+    except (ImportError, AttributeError) as err:
+        raise UsageError(
+            f"reward function {entry!r}: {err}; check the import path 'package.module:function'"
+        ) from err
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    if not is_factory:
+        if kwargs:
+            raise UsageError(f"reward_func_kwargs given for {entry!r}, which is not a factory '()'")
+        return
+    params = inspect.signature(obj).parameters
+    try:
+        inspect.signature(obj).bind(
+            **({"tokenizer": None} if "tokenizer" in params else {}), **kwargs
+        )
+    except TypeError as err:
+        raise UsageError(
+            f"reward_func_kwargs for {entry!r}: {err}; it takes {', '.join(params) or 'nothing'}"
+        ) from err
+
+
 def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
     """Parse ``argv`` (TRL conventions), train, save the model; returns the resolved config."""
     from transformers import AutoTokenizer
 
     from botgrpo.trl.trainer import BoTGRPOTrainer
 
-    script_args, config, model_args = make_train_parser().parse_args_and_config(argv)
+    script_args, config, model_args = parse_train_args(argv)
+    check_train_inputs(script_args, model_args.model_name_or_path)
     model_path = resolve_model_path(model_args.model_name_or_path)
     init_kwargs = {"revision": model_args.model_revision, "dtype": model_args.dtype}
     if model_args.attn_implementation is not None:
         init_kwargs["attn_implementation"] = model_args.attn_implementation
     config.model_init_kwargs = {**init_kwargs, **(config.model_init_kwargs or {})}
-    tokenizer = AutoTokenizer.from_pretrained(
-        model_path, revision=model_args.model_revision, padding_side="left"
-    )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(
+            model_path, revision=model_args.model_revision, padding_side="left"
+        )
+    except OSError as err:
+        raise UsageError(
+            f"model {model_path!r}: cannot load its tokenizer ({err}); pass a local model "
+            "folder, a hub name available offline, or tiny:DIR"
+        ) from err
     train_set, eval_set = load_datasets(script_args, config.seed)
     task = _task_of(script_args)
     reward_funcs = load_reward_funcs(

@@ -1,0 +1,148 @@
+"""A user's mistake on the command line: one line ``botgrpo <command>: error: ...`` naming the
+problem and the fix, exit status 2, and nothing started (no warm start, no model built); a bug
+keeps its traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import pytest
+
+from botgrpo.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU_RECIPE = ROOT / "recipes" / "arithmetic_tiny_cpu.yaml"
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str]:
+    """(exit status, stderr) of ``botgrpo ARGV`` run in this process."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(argv)
+    return code, capsys.readouterr().err
+
+
+def assert_one_line(err: str, command: str, *parts: str) -> None:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"botgrpo {command}: error: "), err
+    for part in parts:
+        assert part in lines[0], (part, err)
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def compare_args(task: str, out: Path) -> list[str]:
+    return ["compare", "--task", task, "--out-dir", str(out), "--progress", "false"]
+
+
+@pytest.mark.parametrize(
+    ("task", "parts"),
+    [
+        ("jsonl:missing.jsonl", ["missing.jsonl", "No such file", "check the path"]),
+        ("jsonl:broken.jsonl", ["broken.jsonl:2", "not valid JSON"]),
+        ("jsonl:fields.jsonl", ["fields.jsonl:1", "'prompt' and 'answer'"]),
+        ("nonexistent", ["unknown task 'nonexistent'", "jsonl:PATH"]),
+        ("mymod_that_is_not_there:factory", ["No module named 'mymod_that_is_not_there'"]),
+        ("reasoning_gym:no_such_dataset", ["no_such_dataset"]),
+    ],
+)
+def test_compare_reports_a_bad_task_in_one_line_before_anything_runs(workdir, capsys, task, parts):
+    (workdir / "broken.jsonl").write_text('{"prompt": "1+1", "answer": "2"}\n{"prompt": "2+2"\n')
+    (workdir / "fields.jsonl").write_text('{"question": "1+1", "answer": "2"}\n')
+    out = workdir / "out"
+    code, err = run_cli(compare_args(task, out), capsys)
+    assert code == 2
+    assert_one_line(err, "compare", f"task {task!r}", *parts)
+    assert not out.exists(), "nothing may start (no warm start, no run folder) for a bad task"
+
+
+def test_demo_checks_its_task_too(workdir, capsys):
+    code, err = run_cli(["demo", "--task", "nonexistent", "--out-dir", "out"], capsys)
+    assert code == 2
+    assert_one_line(err, "demo", "unknown task 'nonexistent'")
+
+
+def test_compare_reports_a_bad_setting_in_one_line(workdir, capsys):
+    code, err = run_cli(["compare", "--steps", "5", "--warmup-steps", "10"], capsys)
+    assert code == 2
+    assert_one_line(err, "compare", "warmup_steps (10) must be < steps (5)")
+
+
+@pytest.mark.parametrize(
+    ("config", "parts"),
+    [
+        (None, ["missing.yaml", "No such file", "check the path"]),
+        ("a: [1, 2\nb: 3\n", ["not valid YAML at line 2, column 2"]),
+        ("- 1\n- 2\n", ["must hold a YAML mapping", "list"]),
+    ],
+)
+def test_train_reports_a_bad_config_file_in_one_line(workdir, capsys, config, parts):
+    path = workdir / "missing.yaml"
+    if config is not None:
+        path = workdir / "recipe.yaml"
+        path.write_text(config)
+    code, err = run_cli(["train", "--config", str(path)], capsys)
+    assert code == 2
+    assert_one_line(err, "train", f"--config {path}", *parts)
+
+
+@pytest.mark.parametrize(
+    ("flags", "parts"),
+    [
+        (["--task", "nonexistent"], ["unknown task 'nonexistent'"]),
+        (["--task", "jsonl:missing.jsonl"], ["missing.jsonl", "No such file"]),
+        (["--task", "chain", "--reward_funcs", "nope"], ["unknown reward function 'nope'"]),
+        (
+            ["--task", "chain", "--reward_funcs", "no_such_module.sub:fn"],
+            ["No module named 'no_such_module'", "import path"],
+        ),
+        (
+            [
+                "--task",
+                "chain",
+                "--reward_funcs",
+                "math_step_reward",
+                "--reward_func_kwargs",
+                '{"math_step_reward": {"bogus": 1}}',
+            ],
+            ["reward_func_kwargs for 'math_step_reward'", "bogus"],
+        ),
+        (["--reward_funcs", "task_reward"], ["'task_reward'", "set task"]),
+        (["--model_name_or_path", "./no_such_model"], ["'./no_such_model' is not a folder"]),
+        (["--use_cpu", "false", "--bf16", "true"], ["bf16"]),
+    ],
+)
+def test_train_checks_its_inputs_before_building_a_model(workdir, capsys, flags, parts):
+    model = workdir / "tiny"
+    argv = ["train", "--config", str(CPU_RECIPE), "--model_name_or_path", f"tiny:{model}"]
+    code, err = run_cli([*argv, *flags], capsys)
+    assert code == 2
+    assert_one_line(err, "train", *parts)
+    assert not model.exists(), "the tiny model is built only after the inputs are checked"
+
+
+def test_the_console_script_exits_2_and_a_bug_keeps_its_traceback(workdir):
+    (workdir / "faulty_task.py").write_text("def factory():\n    raise RuntimeError('boom')\n")
+    env = {**os.environ, "PYTHONPATH": str(workdir), "HF_HUB_OFFLINE": "1"}
+    script = str(Path(sys.executable).parent / "botgrpo")
+
+    def botgrpo(*args: str) -> subprocess.CompletedProcess:
+        cmd = [script, *args, "--out-dir", "out"]
+        return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+
+    user_error = botgrpo("compare", "--task", "nonexistent")
+    assert user_error.returncode == 2
+    assert user_error.stderr.strip().count("\n") == 0
+    assert "Traceback" not in user_error.stderr
+    bug = botgrpo("compare", "--task", "faulty_task:factory")
+    assert bug.returncode == 1
+    assert "Traceback" in bug.stderr and "RuntimeError: boom" in bug.stderr

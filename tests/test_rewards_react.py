@@ -84,6 +84,7 @@ EXPECTED = {
     "unknown_import.jsx": (True, True, False, True, {(1, "render", "warning", "unknown-import")}),
     "not_react.jsx": (True, False, None, False, {(None, "render", "error", "not-a-component")}),
     "self_mounting.jsx": (True, True, False, True, set()),
+    "browser_apis.jsx": (True, True, False, True, set()),  # canvas and fetch in an effect
 }
 
 

@@ -1,5 +1,6 @@
 "use strict";
-// Render a transformed component in a fresh jsdom window per item. Everything the component
+// Render a transformed component in a fresh jsdom window per item (with stubs for the browser
+// APIs jsdom lacks: matchMedia, observers, scrolling, dialogs, canvas contexts, fetch). Everything the component
 // touches (React, its require(), the DOM) lives in the window's own realm; no host object is
 // handed to it. Synchronous loops and microtask loops are cut by the vm timeout (the window's
 // context drains its microtasks after each evaluation); timers never run: the window is closed.
@@ -27,7 +28,17 @@ const BROWSER_STUBS = new vm.Script(
   globalThis.alert = noop;
   globalThis.confirm = () => false;
   globalThis.prompt = () => null;
-  if (globalThis.HTMLCanvasElement) globalThis.HTMLCanvasElement.prototype.getContext = () => null;
+  // A canvas context whose every method does nothing (jsdom draws nothing).
+  const context2d = new Proxy({}, {
+    get: (target, key) => (key === "measureText" ? () => ({ width: 0 }) : key in target ? target[key] : noop),
+    set: (target, key, value) => { target[key] = value; return true; },
+  });
+  if (globalThis.HTMLCanvasElement) {
+    globalThis.HTMLCanvasElement.prototype.getContext = () => context2d;
+    globalThis.HTMLCanvasElement.prototype.toDataURL = () => "data:,";
+  }
+  // No network while checking: requests fail later, as they would offline.
+  globalThis.fetch = () => Promise.reject(new TypeError("Failed to fetch (no network while rendering)"));
   if (globalThis.Element) globalThis.Element.prototype.scrollIntoView = noop;
 })();`,
   { filename: "stubs.js" },

@@ -7,7 +7,7 @@ export OMP_NUM_THREADS ?= 2
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: venv venv-verl test test-verl lint format bench demo clean
+.PHONY: venv venv-verl test test-verl lint format bench demo clean react-deps
 
 venv: $(STAMP)
 
@@ -19,6 +19,18 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e ".[dev]"
 	touch $(STAMP)
 
+# The React rewards' toolchain: Node packages pinned by package-lock.json (npm ci) and Debian's
+# Chromium for screenshots (installed when missing; needs root and apt).
+REACT_NODE := src/botgrpo/rewards/recipes/react/node
+REACT_STAMP := $(REACT_NODE)/node_modules/.botgrpo-installed
+
+react-deps: $(REACT_STAMP)
+
+$(REACT_STAMP): $(REACT_NODE)/package-lock.json
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+	npm ci --prefix $(REACT_NODE) --no-audit --no-fund
+	touch $(REACT_STAMP)
+
 lint: venv
 	$(BIN)/ruff check src tests tests_verl benchmarks
 	$(BIN)/ruff format --check src tests tests_verl benchmarks
@@ -27,7 +39,7 @@ format: venv
 	$(BIN)/ruff format src tests tests_verl benchmarks
 	$(BIN)/ruff check --fix src tests tests_verl benchmarks
 
-test: lint
+test: lint react-deps
 	$(BIN)/pytest -m "not gpu" -q
 
 # The verl integration (docs/verl.md) in its own environment: verl 0.9.1 caps transformers below
@@ -51,12 +63,14 @@ test-verl: venv-verl
 	$(VERL_BIN)/pytest tests_verl -q -p no:cacheprovider
 
 # Speed targets, each printed as ratios measured side by side (a few minutes in all).
-bench: venv
+bench: venv react-deps
 	$(BIN)/python benchmarks/bench_advantages.py
 	$(BIN)/python benchmarks/bench_rewards.py
 	$(BIN)/python benchmarks/bench_sandbox.py
 	$(BIN)/python benchmarks/bench_trainer_overhead.py
 	$(BIN)/python benchmarks/bench_gradient_snr.py
+	$(BIN)/python benchmarks/bench_rl_step.py
+	$(BIN)/python benchmarks/bench_react.py
 
 demo: venv
 	$(BIN)/botgrpo demo

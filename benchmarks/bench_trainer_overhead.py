@@ -1,15 +1,25 @@
 """Overhead of BoTGRPOTrainer(preset="bot") over trl.GRPOTrainer on the same work.
 
-Same tiny model, data, seed, batch and TRL knobs (those of the bot preset: loss_type "grpo",
+Same model, data, seed, batch and TRL knobs (those of the bot preset: loss_type "grpo",
 beta 0.04, epsilon 0.2); both read the same token reward function, which GRPO sees reduced to
 its outcome scalar, so the difference is the trainer's own cost: token tensors, the [B, T]
-estimator, the gathers and the extra metrics. Each (trainer, round) runs in a fresh process, so
-peak memory (max RSS) is per trainer; rounds alternate the order to spread drift.
+estimator, the gathers and the extra metrics. Generation is TRL's own (transformers'
+``generate``, no vLLM). Each (trainer, round) runs in a fresh process, so peak memory is per
+trainer (max RSS on a CPU, ``torch.cuda.max_memory_allocated`` on a GPU); rounds alternate the
+order to spread drift.
 
     python benchmarks/bench_trainer_overhead.py [--steps 20] [--rounds 2]
+    python benchmarks/bench_trainer_overhead.py --device cuda --shape qwen2.5-0.5b \
+        --steps 8 --rounds 1 --completion-length 128
+
+``--shape qwen2.5-0.5b`` is a randomly initialised Qwen2 model of Qwen2.5-0.5B's shape (24
+layers, width 896, 14 heads / 2 KV heads, MLP 4864, vocabulary 151936, tied embeddings) built
+from a config: nothing is downloaded. Its tokenizer is the tiny character tokenizer padded
+with one-character tokens to the full vocabulary, so every sampled id decodes to one character.
+``--layers`` and ``--hidden`` shrink it for a dry run on a CPU.
 
 Prints the median step time (the first 3 steps of each run are warm-up and not counted), the
-peak RSS and the RSS growth during training of each trainer, and the BoT / GRPO ratios
+peak memory and its growth during training of each trainer, and the BoT / GRPO ratios
 (targets: step time <= 1.03, peak memory <= 1.02). A benchmark, not a test: it asserts nothing.
 """
 
@@ -28,13 +38,22 @@ import warnings
 from pathlib import Path
 
 WARMUP = 3
+QWEN25_05B = {
+    "vocab_size": 151936,
+    "hidden_size": 896,
+    "intermediate_size": 4864,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 14,
+    "num_key_value_heads": 2,
+    "max_position_embeddings": 32768,
+    "rope_theta": 1000000.0,
+    "rms_norm_eps": 1e-6,
+    "tie_word_embeddings": True,
+}
+"""Qwen2.5-0.5B's architecture (its published config.json), without its weights."""
 COMMON = {
-    "use_cpu": True,
-    "bf16": False,
     "gradient_checkpointing": False,
-    "per_device_train_batch_size": 32,
     "num_generations": 8,
-    "max_completion_length": 16,
     "learning_rate": 1e-3,
     "logging_steps": 1,
     "save_strategy": "no",
@@ -47,11 +66,41 @@ COMMON = {
 }
 
 
-def _rss_mb() -> float:
+def _peak_mb(device: str) -> float:
+    if device == "cuda":
+        import torch
+
+        return torch.cuda.max_memory_allocated() / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def worker(kind: str, model_dir: str, steps: int, out: str) -> None:
+def build_qwen_shape(path: Path, layers: int | None = None, hidden: int | None = None) -> Path:
+    """A random Qwen2 model of Qwen2.5-0.5B's shape (bf16) and a full-vocabulary tokenizer."""
+    import torch
+    from transformers import GenerationConfig, Qwen2Config, Qwen2ForCausalLM
+
+    from botgrpo.tiny import CHARACTERS, build_char_tokenizer
+
+    shape = dict(QWEN25_05B)
+    if layers is not None:
+        shape["num_hidden_layers"] = layers
+    if hidden is not None:  # keep the head size 64 of the real model
+        shape |= {"hidden_size": hidden, "num_attention_heads": max(1, hidden // 64)}
+        shape |= {"num_key_value_heads": 1, "intermediate_size": 4 * hidden}
+    fillers = "".join(chr(0x10000 + i) for i in range(shape["vocab_size"] - 4 - len(CHARACTERS)))
+    tokenizer = build_char_tokenizer(CHARACTERS + fillers)
+    assert len(tokenizer) == shape["vocab_size"]
+    ids = {k: getattr(tokenizer, k) for k in ("pad_token_id", "bos_token_id", "eos_token_id")}
+    config = Qwen2Config(**shape, **ids, dtype="bfloat16")
+    torch.manual_seed(0)
+    model = Qwen2ForCausalLM(config).to(torch.bfloat16)
+    model.generation_config = GenerationConfig(**ids)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+def worker(kind: str, model_dir: str, steps: int, out: str, options: dict) -> None:
     """Train one trainer for ``steps`` steps; write step times and memory to ``out``."""
     from transformers import AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -77,7 +126,8 @@ def worker(kind: str, model_dir: str, steps: int, out: str) -> None:
             times.append(time.perf_counter() - self.start)
 
     added = _time_added_work() if kind == "bot" else []
-    options = {**COMMON, "output_dir": f"{out}.run", "max_steps": steps}
+    device = "cpu" if options["use_cpu"] else "cuda"
+    options = {**COMMON, **options, "output_dir": f"{out}.run", "max_steps": steps}
     if kind == "grpo":
         trainer_cls, config, reward = GRPOTrainer, GRPOConfig(**options), outcome_of_token_reward
     else:
@@ -94,15 +144,15 @@ def worker(kind: str, model_dir: str, steps: int, out: str) -> None:
         processing_class=tokenizer,
         callbacks=[Timer()],
     )
-    before = _rss_mb()
+    before = _peak_mb(device)
     trainer.train()
     Path(out).write_text(
         json.dumps(
             {
                 "times": times[WARMUP:],
                 "added_s": sum(added) / max(steps, 1),
-                "peak_mb": _rss_mb(),
-                "growth_mb": _rss_mb() - before,
+                "peak_mb": _peak_mb(device),
+                "growth_mb": _peak_mb(device) - before,
             }
         )
     )
@@ -135,12 +185,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--shape", choices=["tiny", "qwen2.5-0.5b"], default="tiny")
+    parser.add_argument("--layers", type=int, help="fewer layers (a dry run of --shape qwen)")
+    parser.add_argument("--hidden", type=int, help="a narrower model (a dry run of --shape qwen)")
+    parser.add_argument("--batch", type=int, default=32, help="completions per step (K = 8)")
+    parser.add_argument("--completion-length", type=int, default=16)
     parser.add_argument("--worker", choices=["grpo", "bot"], help=argparse.SUPPRESS)
     parser.add_argument("--model", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    options = {
+        "use_cpu": args.device == "cpu",
+        "bf16": args.device == "cuda",
+        "per_device_train_batch_size": args.batch,
+        "max_completion_length": args.completion_length,
+    }
     if args.worker:
-        worker(args.worker, args.model, args.steps, args.out)
+        worker(args.worker, args.model, args.steps, args.out, options)
         return
 
     from botgrpo.tiny import build_tiny_model
@@ -149,14 +211,21 @@ def main() -> None:
     env.setdefault("OMP_NUM_THREADS", "1")
     results: dict[str, list[dict]] = {"grpo": [], "bot": []}
     with tempfile.TemporaryDirectory() as tmp:
-        model_dir = str(build_tiny_model(Path(tmp) / "tiny"))
+        if args.shape == "tiny":
+            model_dir = str(build_tiny_model(Path(tmp) / "tiny"))
+        else:
+            model_dir = str(build_qwen_shape(Path(tmp) / "qwen", args.layers, args.hidden))
         for r in range(args.rounds):
             order = ("grpo", "bot") if r % 2 == 0 else ("bot", "grpo")
             for kind in order:
                 out = str(Path(tmp) / f"{kind}-{r}.json")
                 cmd = [sys.executable, __file__, "--worker", kind, "--model", model_dir]
-                cmd += ["--steps", str(args.steps), "--out", out]
-                subprocess.run(cmd, check=True, env=env, capture_output=True)
+                cmd += ["--steps", str(args.steps), "--out", out, "--device", args.device]
+                cmd += ["--batch", str(args.batch)]
+                cmd += ["--completion-length", str(args.completion_length)]
+                done = subprocess.run(cmd, env=env, capture_output=True, text=True)
+                if done.returncode:
+                    sys.exit(f"{kind} run {r} failed:\n{done.stderr[-4000:]}")
                 results[kind].append(json.loads(Path(out).read_text()))
 
     summary = {}
@@ -168,10 +237,13 @@ def main() -> None:
             "added_s": statistics.median(run["added_s"] for run in runs),
         }
     g, b = summary["grpo"], summary["bot"]
+    memory = "peak GPU" if args.device == "cuda" else "peak RSS"
     print(
-        f"{args.steps} steps x {args.rounds} rounds per trainer, {WARMUP} warm-up steps dropped\n"
+        f"{args.shape} on {args.device}: {args.steps} steps x {args.rounds} rounds per trainer, "
+        f"{args.batch} completions of {args.completion_length} tokens per step, "
+        f"{WARMUP} warm-up steps dropped\n"
     )
-    print(f"{'trainer':<28} {'median step':>12} {'peak RSS':>10} {'RSS growth':>11}")
+    print(f"{'trainer':<28} {'median step':>12} {memory:>10} {'growth':>11}")
     for name, s in (("trl.GRPOTrainer", g), ('BoTGRPOTrainer(preset="bot")', b)):
         print(
             f"{name:<28} {s['median_step_s'] * 1e3:>10.1f}ms {s['peak_mb']:>8.0f}MB {s['growth_mb']:>9.1f}MB"

@@ -48,18 +48,18 @@ def bag_advantage(
     """
     weights_BT = _mask_weights(mask_BT)
     out_BT, length_B, sum_B = _masked_rows(rewards_BT, mask_BT, weights_BT)
-    weight_B = length_B if uniform else (length_B > 0).to(torch.float64)
-    mean_B = sum_B / length_B.clamp_min(1.0)
-    ro = gather_rollouts(torch.stack([weight_B, weight_B * mean_B], dim=1), group_B, gather)
-    total_G = ro.group_sum(ro.stats_NK[:, 0])
-    count_G = ro.group_sum((ro.stats_NK[:, 0] > 0).to(torch.float64))
-    mu_G = ro.group_sum(ro.stats_NK[:, 1]) / total_G.clamp_min(torch.finfo(torch.float64).tiny)
-    mu_B = mu_G[ro.local_group_B]
-    _subtract_on_mask_(out_BT, weights_BT, mu_B.to(out_BT.dtype)[:, None])
-    sq_B = torch.linalg.vector_norm(out_BT, dim=1).to(torch.float64) ** 2
-    spread_B = weight_B * sq_B / length_B.clamp_min(1.0)
-    spread_N = spread_B if gather is None else gather(spread_B)
-    var_G = ro.group_sum(spread_N) / total_G.clamp_min(torch.finfo(torch.float64).tiny)
+    present_B = (length_B > 0).to(torch.float64)
+    weight_B = length_B if uniform else present_B
+    inv_length_B = length_B.clamp_min(1.0).reciprocal_()
+    stats_B3 = torch.stack([weight_B, weight_B * sum_B * inv_length_B, present_B], dim=1)
+    ro = gather_rollouts(stats_B3, group_B, gather)
+    total_G, weighted_G, count_G = ro.group_sum(ro.stats_NK).unbind(dim=1)
+    total_G = total_G.clamp_min(torch.finfo(torch.float64).tiny)
+    mu_G = weighted_G / total_G
+    _subtract_on_mask_(out_BT, weights_BT, mu_G[ro.local_group_B].to(out_BT.dtype)[:, None])
+    sq_B = torch.linalg.vector_norm(out_BT, dim=1).to(torch.float64).square_()
+    spread_B = sq_B.mul_(weight_B).mul_(inv_length_B)
+    var_G = ro.group_sum(spread_B if gather is None else gather(spread_B)).div_(total_G)
     sigma_G = var_G.sqrt()
     signal_G = (count_G >= 2) & (sigma_G > ZERO_STD_RTOL * (var_G + mu_G**2).sqrt())
     scale_G = torch.where(signal_G, 1.0 / (sigma_G + eps), 0.0)

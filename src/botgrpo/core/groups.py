@@ -39,8 +39,10 @@ class Rollouts:
     num_groups: int
 
     def group_sum(self, values_N: Tensor) -> Tensor:
-        """Sum of ``values_N`` (one per gathered rollout) per group: [G]."""
-        out = torch.zeros(self.num_groups, dtype=values_N.dtype, device=values_N.device)
+        """Sum of ``values_N`` (one value, or one row of values, per gathered rollout) per
+        group: [G] or [G, K]."""
+        shape = (self.num_groups, *values_N.shape[1:])
+        out = torch.zeros(shape, dtype=values_N.dtype, device=values_N.device)
         return out.index_add_(0, self.group_N, values_N)
 
 
@@ -58,7 +60,7 @@ def gather_rollouts(stats_BK: Tensor, group_B: Tensor, gather: Gather | None = N
         if all_stats.shape[0] != all_ids.shape[0] or all_stats.shape[1:] != stats_BK.shape[1:]:
             raise ValueError("gather must all-gather along dim 0 and keep the other dimensions")
     unique_ids, group_N = torch.unique(all_ids, return_inverse=True)
-    local_group_B = torch.searchsorted(unique_ids, group_B)
+    local_group_B = group_N if gather is None else torch.searchsorted(unique_ids, group_B)
     return Rollouts(all_stats, group_N, local_group_B, int(unique_ids.shape[0]))
 
 

@@ -5,12 +5,14 @@
 A reward function follows TRL's calling convention,
 ``fn(prompts, completions, completion_ids, **dataset_columns)``, and returns one
 :class:`TokenReward` (outcome G, local signal S_t per completion token, format bonus, step
-index per token, diagnostics) per completion. Two recipes are built in:
+index per token, diagnostics) per completion. Three recipes are built in:
 
 - :func:`make_math_step_reward`: math solutions in ``<step i>`` tags, final answer checked with
   math-verify, each step judged (+1/0/-1) by the symbolic verifier or an LLM judge (Eq. 8);
 - :func:`make_python_code_reward`: Python code scored by compile, pyflakes and sandboxed unit
-  tests, with line penalties decayed over neighbouring lines (Eqs. 6-7).
+  tests, with line penalties decayed over neighbouring lines (Eqs. 6-7);
+- :func:`make_react_code_reward`: React components scored by Babel, ESLint, a jsdom render and
+  optional judges (code, screenshot), line penalties as above (the paper's headline recipe).
 
 Layout. The token machinery sits at the top of this package and imports nothing from its
 subpackages: :mod:`~botgrpo.rewards.types` (:class:`TokenReward`),
@@ -49,9 +51,15 @@ from botgrpo.rewards.recipes import (
     CodeJudgement,
     MathRewardConfig,
     PythonRewardConfig,
+    ReactCheck,
+    ReactDiagnostic,
+    ReactRewardConfig,
     TestOutcome,
+    check_components,
     make_math_step_reward,
     make_python_code_reward,
+    make_react_code_reward,
+    screenshot_components,
 )
 from botgrpo.rewards.spans import (
     TokenizedText,
@@ -95,6 +103,9 @@ __all__ = [
     "ParsedSolution",
     "PythonAnalysis",
     "PythonRewardConfig",
+    "ReactCheck",
+    "ReactDiagnostic",
+    "ReactRewardConfig",
     "RewardWeights",
     "SeverityWeights",
     "Step",
@@ -107,6 +118,7 @@ __all__ = [
     "TokenizedText",
     "analyse_python",
     "check_answer",
+    "check_components",
     "check_dominance",
     "check_step",
     "clamp_local",
@@ -119,12 +131,14 @@ __all__ = [
     "lint_python",
     "make_math_step_reward",
     "make_python_code_reward",
+    "make_react_code_reward",
     "message_text",
     "offsets_from_ids",
     "offsets_from_text",
     "parse_steps",
     "propagate_errors",
     "pyflakes_severity",
+    "screenshot_components",
     "spread_span_scores",
     "step_values",
     "syntax_error",

@@ -20,6 +20,7 @@ BUILTIN_REWARDS: dict[str, str] = {
     "arithmetic_token_reward": "botgrpo.tasks.arithmetic:make_arithmetic_token_reward()",
     "math_step_reward": "botgrpo.rewards.recipes.math:make_math_step_reward()",
     "python_code_reward": "botgrpo.rewards.recipes.python:make_python_code_reward()",
+    "react_code_reward": "botgrpo.rewards.recipes.react:make_react_code_reward()",
     "accuracy_reward": "trl.rewards:accuracy_reward",
     "think_format_reward": "trl.rewards:think_format_reward",
 }

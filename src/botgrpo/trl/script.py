@@ -61,6 +61,13 @@ class TrainScriptArguments(ScriptArguments):
             "`seed`), e.g. 0.2 for the paper's 80/20 AIME split."
         },
     )
+    eval_split: str | None = field(
+        default=None,
+        metadata={
+            "help": "A split of dataset_name held out for evaluation (e.g. 'test'), as the "
+            "React recipe's 20 held-out prompts; an alternative to eval_fraction."
+        },
+    )
     reward_funcs: list[str] = field(
         default_factory=lambda: ["arithmetic_token_reward"],
         metadata={
@@ -115,6 +122,13 @@ def load_datasets(args: TrainScriptArguments, seed: int):
         train = _to_prompts(train, args)
     else:
         raise ValueError("set task (e.g. arithmetic) or dataset_name")
+    if args.eval_split:
+        if args.eval_fraction or not args.dataset_name:
+            raise ValueError("eval_split needs dataset_name and excludes eval_fraction; set one")
+        from datasets import load_dataset
+
+        held_out = load_dataset(args.dataset_name, args.dataset_config, split=args.eval_split)
+        return train, _to_prompts(held_out, args)
     if args.eval_fraction:
         split = train.train_test_split(test_size=args.eval_fraction, seed=seed)
         return split["train"], split["test"]

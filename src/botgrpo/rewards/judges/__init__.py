@@ -1,6 +1,6 @@
 """LLM judges: step verdicts for math and a score with worst lines for code, over any
 OpenAI-compatible chat-completions endpoint (:mod:`~botgrpo.rewards.judges.judge` holds the two
-judges; ``config``, ``client``, ``cache``, ``prompts``, ``parsing`` and ``results`` their
+judges, ``screenshot`` the vision judge of rendered pages; ``config``, ``client``, ``cache``, ``prompts``, ``parsing`` and ``results`` their
 settings, HTTP calls with retries, on-disk cache, prompts, answer parsers and result types). A
 judge is one verdict source among others: the recipes take it as an argument and never import
 it. This package imports the standard library and httpx only, nothing else of botgrpo.
@@ -16,6 +16,7 @@ from botgrpo.rewards.judges.config import JudgeConfig
 from botgrpo.rewards.judges.judge import CodeJudge, StepJudge
 from botgrpo.rewards.judges.parsing import parse_code_answer, parse_step_answer
 from botgrpo.rewards.judges.results import CodeVerdict, StepVerdicts
+from botgrpo.rewards.judges.screenshot import ScreenshotJudge
 
 __all__ = [
     "CodeJudge",
@@ -24,6 +25,7 @@ __all__ = [
     "JudgeClient",
     "JudgeConfig",
     "JudgeMetrics",
+    "ScreenshotJudge",
     "StepJudge",
     "StepVerdicts",
     "backoff_delay",

@@ -2,7 +2,8 @@
 subprocess and report what happened (:mod:`~botgrpo.rewards.sandbox.run` holds the public
 functions and the policy: isolation-mode fallback and concurrency; ``config`` and ``results``
 the settings and result types; ``process`` starts one supervised process and drains its pipes;
-``classify`` names its outcome; ``supervisor`` and ``bootstrap`` are the two scripts that run
+``classify`` names its outcome; ``spawn`` starts a long-lived program (a Node worker, a
+browser) under the same protections; ``supervisor`` and ``bootstrap`` are the two scripts that run
 as their own processes, isolating the program and executing it). Imports flow one way, run ->
 classify -> process -> config, with results and bootstrap as leaves; the package uses the
 standard library only and imports nothing else of botgrpo, and ``supervisor.py`` and
@@ -29,6 +30,12 @@ from botgrpo.rewards.sandbox.run import (
     run_python_tests_many,
     set_max_concurrency,
 )
+from botgrpo.rewards.sandbox.spawn import (
+    SandboxedProcess,
+    SpawnConfig,
+    isolation_modes,
+    spawn_sandboxed,
+)
 
 __all__ = [
     "ISOLATION_MODES",
@@ -36,13 +43,17 @@ __all__ = [
     "SandboxConfig",
     "SandboxError",
     "SandboxResult",
+    "SandboxedProcess",
+    "SpawnConfig",
     "Status",
     "TestCaseResult",
     "TestRunResult",
+    "isolation_modes",
     "max_concurrency",
     "run_many",
     "run_python",
     "run_python_tests",
     "run_python_tests_many",
     "set_max_concurrency",
+    "spawn_sandboxed",
 ]

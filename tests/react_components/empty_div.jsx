@@ -1,0 +1,3 @@
+export default function App() {
+  return <div className="container"></div>;
+}

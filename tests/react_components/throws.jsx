@@ -1,0 +1,4 @@
+export default function App() {
+  const data = null;
+  return <p>{data.title}</p>;
+}

@@ -1,0 +1,9 @@
+import { Camera } from "lucide-react";
+
+export default function App() {
+  return (
+    <div>
+      <Camera size={16} /> Photos
+    </div>
+  );
+}

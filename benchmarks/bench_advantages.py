@@ -6,10 +6,12 @@ lengths, at 1 and 2 threads. For each case it times, interleaved on the same ten
 of --repeats runs, so a busy machine slows both sides alike):
 
   - bot:    get_advantage_estimator("bot")(rewards_BT, mask_BT, group_B)
-  - floor:  the cheapest single read of the batch: min over ``(rewards_BT * m).sum(1)`` and
-            ``torch.linalg.vecdot(rewards_BT, m)`` with m the mask as numbers in the rewards'
-            dtype (no conversion pass inside the floor). No estimator can read less.
-  - read:   ``rewards_BT.sum(1)``, the rewards alone (a lower line still: it skips the mask).
+  - floor:  the cheapest single read of the batch as a masked sum: min over
+            ``(rewards_BT * m).sum(1)`` and ``torch.linalg.vecdot(rewards_BT, m)`` with m the
+            mask as numbers in the rewards' dtype (no conversion pass inside the floor);
+  - reads:  ``rewards_BT.sum(1)`` and the mask's row sums: each input read once, nothing
+            written, a stricter floor still (no estimator can read less, and every estimator
+            must also write its [B, T] result).
 
 Cases (rewards dtype, mask dtype): float32 + float 0/1 mask (a user's tensors), float32 + bool,
 and float64 + bool, which is what BoTGRPOTrainer passes (botgrpo.trl.token_batch builds float64
@@ -19,7 +21,8 @@ At a small T (default 128, where a loop finishes in seconds) it also times
   - loop:  the token-by-token loop reference the tests check the core against
            (tests/core_reference.py), i.e. the estimator written straight from the formula
   - group-loop: a per-group, per-rollout Python loop of torch ops (a middle ground).
-Targets: bot/floor <= 5 (CPU), loop/bot >= 50; on a GPU, bot < 1 ms at T = 8192.
+Targets: bot/floor <= 5 (CPU), loop/bot >= 50; on a GPU, bot < 1 ms at T = 8192. Results:
+docs/results/estimator-speed.md.
 Run: make bench, or python benchmarks/bench_advantages.py [--device cuda] [--threads 1 2]
 """
 
@@ -100,12 +103,22 @@ def timeit(fn, repeats: int, device: str) -> float:
 
 
 def floor_fns(rewards_BT: torch.Tensor, mask_BT: torch.Tensor) -> dict[str, Callable]:
-    """The single reads of the batch the floor is the cheapest of, and the rewards-only read."""
+    """The masked sums the floor is the cheapest of, and the plain reads of both inputs."""
     numbers_BT = mask_BT.to(rewards_BT.dtype)
+    if mask_BT.dtype == torch.bool:  # read as bytes: bool.sum() widens every element to int64
+        bytes_BT = mask_BT.view(torch.uint8)
+
+        def read_mask():
+            return bytes_BT.sum(1, dtype=torch.int32)
+    else:
+
+        def read_mask():
+            return mask_BT.sum(1)
+
     return {
         "floor_mul_sum": lambda: (rewards_BT * numbers_BT).sum(1),
         "floor_vecdot": lambda: torch.linalg.vecdot(rewards_BT, numbers_BT),
-        "read": lambda: rewards_BT.sum(1),
+        "reads": lambda: (rewards_BT.sum(1), read_mask()),
     }
 
 
@@ -148,7 +161,7 @@ def main() -> None:
     print(f"device={args.device} B={PROMPTS * K}; medians of {args.repeats} interleaved runs")
     print(
         f"{'thr':>3} {'T':>5} {'rewards':>8} {'mask':>6} {'bot ms':>8} {'floor ms':>9} "
-        f"{'read ms':>8} {'bot/floor':>9} {'bot/read':>8}"
+        f"{'reads ms':>8} {'bot/floor':>9} {'bot/reads':>9}"
     )
     for n in threads:
         torch.set_num_threads(n)
@@ -157,8 +170,8 @@ def main() -> None:
                 t = case_row(bot, length, dtype, mask, args)
                 print(
                     f"{n:>3} {length:>5} {dtype:>8} {mask:>6} {t['bot'] * 1e3:8.2f} "
-                    f"{t['floor'] * 1e3:9.2f} {t['read'] * 1e3:8.2f} "
-                    f"{t['bot'] / t['floor']:9.2f} {t['bot'] / t['read']:8.1f}"
+                    f"{t['floor'] * 1e3:9.2f} {t['reads'] * 1e3:8.2f} "
+                    f"{t['bot'] / t['floor']:9.2f} {t['bot'] / t['reads']:9.1f}"
                 )
     if not args.no_loop:
         torch.set_num_threads(threads[0])

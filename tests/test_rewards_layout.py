@@ -41,7 +41,7 @@ ALLOWED = {
     "verifiers": {"verifiers"},
     "judges": {"judges"},
     "sandbox": {"sandbox"},
-    "recipes": {"machinery", "verifiers", "sandbox", "recipes"},
+    "recipes": {"machinery", "verifiers", "judges", "sandbox", "recipes"},
 }
 
 

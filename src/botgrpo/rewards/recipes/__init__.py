@@ -6,8 +6,8 @@ scores React components (Babel, ESLint, jsdom render, Chromium screenshots in sa
 workers, Eqs. 6-7); each recipe is one module or subpackage
 named after what it scores. A recipe sits on top: it may import the token machinery at the top
 of :mod:`botgrpo.rewards` (types, spans, steps, code_blocks, compose, calling, configs), the
-verifiers and the sandbox; it takes LLM judges as arguments rather than importing them, and no
-other part of botgrpo.rewards imports a recipe (the package's ``__init__`` re-exports them).
+verifiers, the judges and the sandbox (the built-in ones take a judge as an argument); no other
+part of botgrpo.rewards imports a recipe (the package's ``__init__`` re-exports them).
 
 >>> sorted(name for name in __all__ if name.startswith("make_"))
 ['make_math_step_reward', 'make_python_code_reward', 'make_react_code_reward']

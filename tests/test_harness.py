@@ -184,3 +184,26 @@ def test_warm_start_key_follows_the_task_data(tmp_path):
     assert cfg.cache_key(JsonlTask(str(path))) != before
     assert cfg.cache_key(ChainArithmetic()) == cfg.cache_key(ChainArithmetic())
     assert cfg.cache_key(ChainArithmetic(), frozenset({"x"})) != cfg.cache_key(ChainArithmetic())
+
+
+def test_the_shipped_warm_start_is_the_default_comparisons_and_is_used(tmp_path):
+    from botgrpo.harness.compare import starting_checkpoint, warm_start_config
+    from botgrpo.harness.evaluate import held_out_prompts
+    from botgrpo.harness.warmstart import packaged_warm_start
+    from botgrpo.tasks import load_task
+
+    cfg = CompareConfig(out_dir=str(tmp_path), progress=False)
+    task = load_task(cfg.task)
+    key = warm_start_config(cfg).cache_key(task, held_out_prompts(task, cfg.eval_problems))
+    shipped = packaged_warm_start(key)
+    assert shipped is not None, (
+        "the default task or warm-start options changed: rebuild the shipped checkpoint with "
+        "`botgrpo warm-start --retrain --package chain`"
+    )
+    meta = json.loads((shipped / "warm_start.json").read_text())
+    assert meta["metrics"]["greedy_step_acc"] > 0.7  # converged on the mechanics
+    assert meta["metrics"]["sampled_solved"] < 0.3  # and imitates the slipping teacher
+    # a comparison with the default settings copies it instead of training for 45 minutes
+    path = starting_checkpoint(cfg, task)
+    assert path == tmp_path / ".cache" / f"warm-{key}"
+    assert (path / "model.safetensors").read_bytes() == (shipped / "model.safetensors").read_bytes()

@@ -163,7 +163,8 @@ def _speed_sentence(sp: dict, n_seeds: int) -> str:
     factor = ratio if ratio >= 1 else 1 / ratio
     text = (
         f"To reach {sp['threshold']:.3f} (half-way from the start to the plateau), {faster} "
-        f"needed {factor:.2f}x fewer steps than {slower} ({meth} / {base}: {ratio:.2f}x)"
+        f"needed {factor:.2f}x fewer steps than {slower} (steps of {base} / steps of {meth} = "
+        f"{ratio:.2f})"
     )
     if sp["censoring"]:
         text += f"; {sp['censoring']}"

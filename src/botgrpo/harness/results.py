@@ -28,13 +28,11 @@ def collect(run_dirs: list[Path], out: Path) -> None:
             fh.write((d / "metrics.jsonl").read_text())
 
 
-def eval_curves(
-    records: list[dict], key: str = "sampled_solved"
-) -> dict[str, dict[int, tuple[list, list]]]:
-    """method -> seed -> (steps, values) of the eval records, sorted by step."""
+def _curves(records: list[dict], kind: str, key: str) -> dict[str, dict[int, tuple[list, list]]]:
+    """method -> seed -> (steps, values) of ``key`` in the records of ``kind``, sorted by step."""
     out: dict[str, dict[int, tuple[list, list]]] = defaultdict(dict)
     rows = sorted(
-        (r for r in records if r["kind"] == "eval" and key in r),
+        (r for r in records if r["kind"] == kind and key in r),
         key=lambda r: (r["method"], r["seed"], r["step"]),
     )
     for r in rows:
@@ -42,6 +40,13 @@ def eval_curves(
         steps.append(r["step"])
         values.append(r[key])
     return out
+
+
+def eval_curves(
+    records: list[dict], key: str = "sampled_solved"
+) -> dict[str, dict[int, tuple[list, list]]]:
+    """method -> seed -> (steps, values) of the eval records, sorted by step."""
+    return _curves(records, "eval", key)
 
 
 def train_means(records: list[dict], key: str) -> dict[str, float]:
@@ -55,16 +60,7 @@ def train_means(records: list[dict], key: str) -> dict[str, float]:
 
 def train_curves(records: list[dict], key: str) -> dict[str, dict[int, tuple[list, list]]]:
     """method -> seed -> (steps, values) of a training-log key, sorted by step."""
-    out: dict[str, dict[int, tuple[list, list]]] = defaultdict(dict)
-    rows = sorted(
-        (r for r in records if r["kind"] == "train" and key in r),
-        key=lambda r: (r["method"], r["seed"], r["step"]),
-    )
-    for r in rows:
-        steps, values = out[r["method"]].setdefault(r["seed"], ([], []))
-        steps.append(r["step"])
-        values.append(r[key])
-    return out
+    return _curves(records, "train", key)
 
 
 def train_tail_means(records: list[dict], key: str, last: int) -> dict[str, float]:

@@ -63,8 +63,10 @@ def make_task_reward(
 
     >>> import random
     >>> from botgrpo.tasks.chain import ChainArithmetic
+    >>> from botgrpo.tasks.teacher import Teacher
     >>> from botgrpo.tiny import build_char_tokenizer
-    >>> task, tok = ChainArithmetic(min_steps=2, max_steps=2), build_char_tokenizer()
+    >>> task = ChainArithmetic(min_steps=2, max_steps=2, teacher=Teacher())  # a perfect teacher
+    >>> tok = build_char_tokenizer()
     >>> ex = task.sample(random.Random(0))
     >>> text = task.demonstration(ex)
     >>> reward = make_task_reward(task, tok)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 import torch
 import verl
-from botgrpo.trl.arithmetic import make_arithmetic_token_reward
 
 from botgrpo.core import get_advantage_estimator
 from botgrpo.scoring import RewardSpec, score_completions
+from botgrpo.tasks.arithmetic import make_arithmetic_token_reward
 
 PROMPTS = ["2+3=", "4+4="]
 RESPONSES = ["5", "5 ok", "x", "8", "80", "8 8"]  # three rollouts per prompt

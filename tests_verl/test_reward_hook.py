@@ -8,15 +8,15 @@ import warnings
 
 import pytest
 import torch
-from botgrpo.trl.arithmetic import (
-    arithmetic_outcome,
-    make_arithmetic_dataset,
-    make_arithmetic_token_reward,
-)
 from verl.experimental.agent_loop.agent_loop import AgentLoopMetrics, AgentLoopOutput
 
 from botgrpo.rewards import TokenReward, make_math_step_reward
 from botgrpo.scoring import RewardSpec
+from botgrpo.tasks.arithmetic import (
+    arithmetic_outcome,
+    make_arithmetic_dataset,
+    make_arithmetic_token_reward,
+)
 from botgrpo.trl import BoTGRPOConfig, BoTGRPOTrainer
 from botgrpo.verl.reward_hook import TokenRewardHook, columns_of
 

@@ -161,11 +161,14 @@ def _speed_sentence(sp: dict, n_seeds: int) -> str:
     base, meth, ratio = sp["baseline"], sp["method"], sp["ratio"]
     faster, slower = (meth, base) if ratio >= 1 else (base, meth)
     factor = ratio if ratio >= 1 else 1 / ratio
-    text = (
-        f"To reach {sp['threshold']:.3f} (half-way from the start to the plateau), {faster} "
-        f"needed {factor:.2f}x fewer steps than {slower} (steps of {base} / steps of {meth} = "
-        f"{ratio:.2f})"
-    )
+    where = f"To reach {sp['threshold']:.3f} (half-way from the start to the plateau)"
+    if round(factor, 2) == 1.0:
+        text = f"{where}, {meth} and {base} needed the same number of steps (ratio {ratio:.2f})"
+    else:
+        text = (
+            f"{where}, {faster} needed {factor:.2f}x fewer steps than {slower} (steps of "
+            f"{base} / steps of {meth} = {ratio:.2f})"
+        )
     if sp["censoring"]:
         text += f"; {sp['censoring']}"
     if sp["low"] is None:

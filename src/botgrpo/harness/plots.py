@@ -41,7 +41,7 @@ def _panel(ax, curves: dict, colors: dict, smooth: int = 1) -> None:
             values.mean(0),
             color=colors[method],
             lw=2,
-            label=f"{method} ({len(seeds)} seeds)",
+            label=f"{method} ({len(seeds)} seed{'s' * (len(seeds) != 1)})",
         )
         if len(seeds) > 1:
             ax.fill_between(steps, values.min(0), values.max(0), color=colors[method], alpha=0.15)

@@ -125,6 +125,30 @@ def test_warm_start_cache_reuses_and_invalidates(tmp_path):
     assert meta["config"]["steps"] == 2
 
 
+def test_warm_start_rebuild_is_bitwise_identical(tmp_path):
+    # `botgrpo warm-start --retrain` must give back the shipped checkpoint: the data stream,
+    # the demonstrations' slips and the model's initialisation are all seeded
+    from safetensors.torch import load_file
+
+    from botgrpo.harness.warmstart import train_warm_start
+
+    task = ChainArithmetic(min_steps=2, max_steps=4)
+    cfg = WarmStartConfig(steps=4, batch_size=4, model=SMALL)
+    losses = [train_warm_start(task, cfg, tmp_path / d, progress=False) for d in ("a", "b")]
+    assert losses[0] == losses[1]
+    a, b = (load_file(tmp_path / d / "model.safetensors") for d in ("a", "b"))
+    assert a.keys() == b.keys() and all(a[k].equal(b[k]) for k in a)
+    other = dataclasses.replace(cfg, seed=1)
+    train_warm_start(task, other, tmp_path / "c", progress=False)
+    c = load_file(tmp_path / "c" / "model.safetensors")
+    assert not all(a[k].equal(c[k]) for k in a)  # the seed is what fixes it
+    # what `botgrpo warm-start --retrain` prints against the shipped checkpoint
+    from botgrpo.harness.cli import _weights_match
+
+    assert _weights_match(tmp_path / "a", tmp_path / "b") == "identical weights"
+    assert _weights_match(tmp_path / "a", tmp_path / "c").startswith("weights differ")
+
+
 def test_warm_start_schedule_can_stop_a_longer_run_early():
     # 5% warm-up, then cosine from lr to 0.1 lr over the schedule; stopping at step 425 of 700
     # leaves the rate where the 700-step run has it, not at the end of a 425-step decay

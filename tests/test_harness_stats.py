@@ -43,8 +43,11 @@ def test_no_thresholds_inside_evaluation_noise():
 
 
 def test_a_single_lucky_evaluation_is_not_a_crossing():
-    # the blip at step 10 falls back; the level is held from step 30 on
-    assert stats.held_crossing([0, 10, 20, 30, 40], [0.1, 0.6, 0.3, 0.55, 0.7], 0.5) == 30
+    # the blip at step 10 falls back; the level is held from step 30 on, crossed at 0.5 on the
+    # line from (20, 0.3) to (30, 0.55): step 28
+    assert stats.held_crossing([0, 10, 20, 30, 40], [0.1, 0.6, 0.3, 0.55, 0.7], 0.5) == 28
+    # already there at the first evaluation
+    assert stats.held_crossing([0, 10, 20], [0.6, 0.7, 0.7], 0.5) == 0
     # reached only at the last evaluation: not held, so censored
     assert stats.held_crossing([0, 10, 20], [0.1, 0.2, 0.9], 0.5) is None
     with pytest.raises(ValueError, match="differ in length"):
@@ -145,10 +148,11 @@ def test_summary_json_fields_and_the_verdict_in_words(tmp_path):
     }
     assert bot["metrics"]["sampled_solved"]["start"] == pytest.approx(0.1)
     assert bot["metrics"]["greedy_solved"]["final"] == pytest.approx(0.35)
-    assert bot["steps_to_threshold"]["0.4"] == [10, 10, 10]
+    # seed 1 holds 0.4 from step 10 and crosses it 3/4 of the way from 0.1 (step 0) to 0.5
+    assert bot["steps_to_threshold"]["0.4"] == [10, 7.5, 10]
     assert s["methods"]["grpo"]["steps_to_threshold"]["0.4"] == [20, 20, 20]
     mid = next(sp for sp in s["speedups"] if sp["threshold"] == 0.4)
-    assert mid["ratio"] == pytest.approx(2.0) and mid["low"] is not None
+    assert mid["ratio"] == pytest.approx(20 / (27.5 / 3)) and mid["low"] is not None
     assert s["methods"]["grpo"]["groups_with_signal"] == pytest.approx(0.75)
     text = path.read_text()
     assert "bot learned faster, and the interval excludes equal speed" in text

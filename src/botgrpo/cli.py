@@ -4,6 +4,7 @@
     botgrpo compare --task chain --methods grpo bot --seeds 5 [--steps N ...]
     botgrpo demo [--steps N ...]
     botgrpo warm-start [--task chain] [--retrain] [--package NAME]
+    botgrpo summarize runs/NAME [runs/OTHER ...] [--methods grpo bot@2e-4] [--out DIR]
 
 Each subcommand owns its parser (``train`` uses TRL's ``TrlParser``); new subcommands register
 in :data:`COMMANDS`. A user's mistake ends in one line, ``botgrpo <command>: error: ...``, and
@@ -38,6 +39,12 @@ def _demo(argv: Sequence[str]) -> int:
     return demo_main(argv)
 
 
+def _summarize(argv: Sequence[str]) -> int:
+    from botgrpo.harness.cli import summarize_main
+
+    return summarize_main(argv)
+
+
 def _warm_start(argv: Sequence[str]) -> int:
     from botgrpo.harness.cli import warm_start_main
 
@@ -53,6 +60,7 @@ COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
         "train or rebuild a task's warm start and print its held-out metrics",
         _warm_start,
     ),
+    "summarize": ("recompute a comparison's summary and plot from its finished runs", _summarize),
 }
 
 

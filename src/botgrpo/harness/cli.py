@@ -97,6 +97,19 @@ def _evaluate_checkpoint(path, task, cfg: CompareConfig) -> dict[str, float]:
     return {k: round(v, 4) for k, v in result.record().items()}
 
 
+def _weights_match(a: Path, b: Path) -> str:
+    """Whether two checkpoints hold the same weights, in words."""
+    from safetensors.torch import load_file
+
+    wa, wb = load_file(a / "model.safetensors"), load_file(b / "model.safetensors")
+    if wa.keys() != wb.keys():
+        return "different parameter names"
+    diff = max(float((wa[k].double() - wb[k].double()).abs().max()) for k in wa)
+    if diff == 0.0:
+        return "identical weights"
+    return f"weights differ (largest difference {diff:.2e}; another torch build or thread count)"
+
+
 def warm_start_main(argv: Sequence[str]) -> int:
     """``botgrpo warm-start``: train (or rebuild) the warm start of a comparison and report its
     held-out metrics; ``--package`` writes it where the package ships its warm starts."""
@@ -124,13 +137,18 @@ def warm_start_main(argv: Sequence[str]) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from err
     task = check_task_spec(cfg.task)
+    shipped = None
     if ns.retrain:
         from botgrpo.harness.compare import warm_start_config
         from botgrpo.harness.evaluate import held_out_prompts
+        from botgrpo.harness.warmstart import packaged_warm_start
 
         key = warm_start_config(cfg).cache_key(task, held_out_prompts(task, cfg.eval_problems))
         shutil.rmtree(Path(cfg.out_dir) / ".cache" / f"warm-{key}", ignore_errors=True)
+        shipped = packaged_warm_start(key)
     path = starting_checkpoint(cfg, task, use_packaged=not ns.retrain)
+    if shipped is not None:
+        print(f"against the shipped checkpoint {shipped}: {_weights_match(path, shipped)}")
     meta_path = path / "warm_start.json"
     meta = json.loads(meta_path.read_text())
     meta["metrics"] = _evaluate_checkpoint(path, task, cfg)
@@ -142,4 +160,37 @@ def warm_start_main(argv: Sequence[str]) -> int:
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(path, target)
         print(f"packaged: {target}")
+    return 0
+
+
+def summarize_main(argv: Sequence[str]) -> int:
+    """``botgrpo summarize DIR [DIR ...]``: recompute summaries and plots from finished runs."""
+    from botgrpo.harness.resummarize import resummarize
+
+    parser = argparse.ArgumentParser(
+        prog="botgrpo summarize",
+        description="Recompute summary.md, summary.json and curves.png of finished comparisons "
+        "from their runs (nothing is rerun): with another --metric or --thresholds, a subset of "
+        "--methods (METHOD or METHOD@LR), or merged from several comparisons of the same task, "
+        "starting checkpoint and budget (e.g. each method at its best learning rate).",
+    )
+    parser.add_argument("dirs", nargs="+", type=Path, help="`botgrpo compare` output folders")
+    parser.add_argument("--out", type=Path, help="output folder (default: the one DIR given)")
+    parser.add_argument("--methods", nargs="+", default=(), help="METHOD or METHOD@LR each")
+    parser.add_argument("--metric", help="lead metric (default: the comparison's)")
+    parser.add_argument("--thresholds", nargs="+", type=float, default=(), help="given levels")
+    ns = parser.parse_args(list(argv))
+    if ns.out is None and len(ns.dirs) > 1:
+        raise UsageError("several folders are merged into a new one: pass --out")
+    try:
+        summary = resummarize(
+            ns.dirs,
+            ns.out or ns.dirs[0],
+            methods=tuple(ns.methods),
+            metric=ns.metric,
+            thresholds=tuple(ns.thresholds),
+        )
+    except ValueError as err:
+        raise UsageError(str(err)) from err
+    print(f"summary: {summary}\nplot:    {summary.parent / 'curves.png'}")
     return 0

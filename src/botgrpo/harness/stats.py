@@ -10,7 +10,10 @@ Curves are ``method -> seed -> (steps, values)`` of one metric (:func:`results.e
   that an evaluation can see, and steps-to-threshold would measure noise.
 - Crossing: the first evaluation at or above the threshold whose *next* evaluation is too (the
   level is held for two consecutive evaluations), so one lucky evaluation does not count; a
-  run that never holds it is censored at the budget.
+  run that never holds it is censored at the budget. The step is read off the straight line
+  between that evaluation and the one before it, so steps-to-threshold is not rounded up to
+  the evaluation grid (with evaluations every 5 steps, crossings at 15 and 20 would otherwise
+  read as a 1.33x speedup whether the true steps were 11 and 19 or 14 and 16).
 - Area under the curve: the mean gain over the start across the run (trapezoid rule over the
   evaluation steps, divided by the budget). A second statistic that uses every evaluation and
   needs no threshold.
@@ -21,7 +24,6 @@ Curves are ``method -> seed -> (steps, values)`` of one metric (:func:`results.e
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -111,19 +113,26 @@ def levels(curves: Curves, n_problems: int, given: Sequence[float] = ()) -> Leve
     )
 
 
-def held_crossing(steps: Sequence[int], values: Sequence[float], threshold: float) -> int | None:
-    """First step whose value and the next evaluation's value are both >= ``threshold``.
+def held_crossing(steps: Sequence[int], values: Sequence[float], threshold: float) -> float | None:
+    """Step at which the curve crosses ``threshold`` for good: the first evaluation whose value
+    and the next evaluation's value are both >= ``threshold``, interpolated linearly from the
+    evaluation before it (0 when the very first evaluation is there already).
 
     >>> held_crossing([0, 5, 10, 15, 20], [0.1, 0.6, 0.2, 0.6, 0.7], 0.5)  # 5 is a blip
-    15
+    13.75
+    >>> held_crossing([0, 10, 20], [0.2, 0.8, 0.9], 0.5)  # halfway from 0.2 to 0.8
+    5.0
     >>> held_crossing([0, 5, 10], [0.1, 0.2, 0.9], 0.5) is None  # not held: the last point
     True
     """
     if len(steps) != len(values):
         raise ValueError(f"steps ({len(steps)}) and values ({len(values)}) differ in length")
-    for (s, v), (_, nxt) in itertools.pairwise(zip(steps, values, strict=True)):
-        if v >= threshold and nxt >= threshold:
-            return int(s)
+    for i in range(len(steps) - 1):
+        if values[i] >= threshold and values[i + 1] >= threshold:
+            if i == 0:  # (values[i - 1] < threshold, or i - 1 would have been found)
+                return float(steps[0])
+            s0, v0, s1, v1 = steps[i - 1], values[i - 1], steps[i], values[i]
+            return round(s0 + (threshold - v0) / (v1 - v0) * (s1 - s0), 6)
     return None
 
 
@@ -142,7 +151,7 @@ def auc_gain(steps: Sequence[int], values: Sequence[float], start: float) -> flo
     return round(area / float(x[-1] - x[0]), 12)
 
 
-def crossings(curves: Curves, threshold: float) -> dict[str, list[int | None]]:
+def crossings(curves: Curves, threshold: float) -> dict[str, list[float | None]]:
     """method -> held crossing step of each seed (None: never held), seeds in order."""
     return {
         m: [held_crossing(s, v, threshold) for _, (s, v) in sorted(seeds.items())]
@@ -201,7 +210,7 @@ class Speedup:
 
 
 def speedup(
-    steps: dict[str, list[int | None]], baseline: str, method: str, threshold: float, budget: int
+    steps: dict[str, list[float | None]], baseline: str, method: str, threshold: float, budget: int
 ) -> Speedup | None:
     """The speedup of ``method`` over ``baseline`` at one threshold; None when neither ever
     held it or a crossing at step 0 leaves no ratio."""

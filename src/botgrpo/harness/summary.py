@@ -214,7 +214,7 @@ def _fmt(value, fmt: str) -> str:
     return "-" if value is None else format(value, fmt)
 
 
-def _steps_cell(steps: list[int | None], budget: int) -> str:
+def _steps_cell(steps: list[float | None], budget: int) -> str:
     reached = [s for s in steps if s is not None]
     if not reached:
         return f"> {budget}"
@@ -273,7 +273,8 @@ def render_markdown(s: dict) -> str:
             "over its last third of evaluations). "
         )
         + "Steps to a threshold: the first evaluation at or above it whose next evaluation is "
-        "too, mean over seeds (never = counted at the budget). AUC gain: mean gain over the start "
+        "too, read off the line from the evaluation before it, mean over seeds (never = counted "
+        "at the budget). AUC gain: mean gain over the start "
         "across the run. Intervals: paired bootstrap over seeds, from 3 seeds up. Weight drift: "
         "||theta - theta_0|| / ||theta_0|| at the end.",
         f"Wall time {s['wall_seconds'] / 60:.1f} min. Plot: curves.png. Every number: "

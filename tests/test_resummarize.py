@@ -1,0 +1,96 @@
+"""`botgrpo summarize`: summaries recomputed from finished runs, subsets, merges, refusals."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+
+from botgrpo.cli import main
+from botgrpo.harness.config import CompareConfig
+from botgrpo.harness.resummarize import resummarize
+
+CURVES = {
+    "grpo": [0.1, 0.2, 0.4, 0.6, 0.7, 0.7],
+    "bot": [0.1, 0.4, 0.6, 0.7, 0.7, 0.7],
+}
+
+
+def _comparison(root: Path, lr: float, methods: tuple[str, ...], **options) -> Path:
+    """A finished comparison folder made by hand: config.json and one run folder per seed."""
+    cfg = CompareConfig(
+        name=root.name, methods=methods, seeds=3, steps=50, eval_every=10, learning_rate=lr
+    )
+    cfg = dataclasses.replace(cfg, **options)
+    root.mkdir(parents=True)
+    (root / "config.json").write_text(json.dumps(cfg.__dict__, default=list))
+    for method in methods:
+        for seed in range(3):
+            run = root / "runs" / f"{method}-lr{lr:g}-s{seed}"
+            run.mkdir(parents=True)
+            rows = [
+                {
+                    "kind": "eval",
+                    "method": method,
+                    "seed": seed,
+                    "lr": lr,
+                    "step": 10 * i,
+                    "sampled_solved": v + 0.01 * seed,
+                    "greedy_solved": v / 2,
+                }
+                for i, v in enumerate(CURVES[method])
+            ]
+            (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            settings = {"method": method, "seed": seed, "learning_rate": lr}
+            (run / "done.json").write_text(json.dumps({"seconds": 60.0, "settings": settings}))
+    return root
+
+
+def test_another_metric_in_place(tmp_path):
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    resummarize([root], root, metric="greedy_solved")
+    s = json.loads((root / "summary.json").read_text())
+    assert s["metric"] == "greedy_solved" and s["n_seeds"] == 3
+    assert s["start"] == pytest.approx(0.05) and (root / "curves.png").stat().st_size > 0
+    assert s["methods"]["bot"]["wall_seconds_per_run"] == pytest.approx(60.0)
+
+
+def test_merge_each_method_at_its_chosen_rate(tmp_path):
+    a = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    b = _comparison(tmp_path / "b", 2e-4, ("grpo",))
+    with pytest.raises(ValueError, match=r"grpo ran at several learning rates.*grpo@0.0001"):
+        resummarize([a, b], tmp_path / "m")
+    resummarize([a, b], tmp_path / "m", methods=("grpo@2e-4", "bot"))
+    s = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert s["methods"]["grpo"]["lr"] == 2e-4 and s["methods"]["bot"]["lr"] == 1e-4
+    assert s["speedups"] and s["speedups"][0]["baseline"] == "grpo"
+    records = (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()
+    assert len(records) == 2 * 3 * 6  # two methods, three seeds, six evaluations
+
+
+def test_refuses_incomparable_folders_and_unknown_choices(tmp_path):
+    a = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    c = _comparison(tmp_path / "c", 2e-4, ("bot",), steps=60)
+    with pytest.raises(ValueError, match=r"not comparable.*steps 50 vs 60"):
+        resummarize([a, c], tmp_path / "m")
+    with pytest.raises(ValueError, match="no finished runs of dapo"):
+        resummarize([a], tmp_path / "m", methods=("dapo",))
+    with pytest.raises(ValueError, match="METHOD@LR"):
+        resummarize([a], tmp_path / "m", methods=("bot@fast",))
+    with pytest.raises(ValueError, match="pass --out"):
+        resummarize([a], a, methods=("bot",))
+    with pytest.raises(ValueError, match="same runs twice"):
+        resummarize([a, a], tmp_path / "m")
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    a = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    assert main(["summarize", str(tmp_path / "nothing")]) == 2
+    assert "holds no config.json" in capsys.readouterr().err
+    assert main(["summarize", str(a), str(a)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "pass --out" in err
+    assert main(["summarize", str(a), "--out", str(tmp_path / "o"), "--methods", "bot"]) == 0
+    assert "summary:" in capsys.readouterr().out

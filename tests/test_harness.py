@@ -105,6 +105,49 @@ def test_compare_starts_from_a_given_checkpoint_without_a_warm_start(tmp_path):
         compare(dataclasses.replace(cfg, init_model=str(tmp_path / "typo")))
 
 
+@pytest.mark.slow
+def test_learning_rate_sweep_over_several_seeds_on_the_validation_stream(tmp_path):
+    from botgrpo.tiny import build_tiny_model
+
+    build_tiny_model(tmp_path / "mine", spec=SMALL)
+    cfg = CompareConfig(
+        name="sweep",
+        out_dir=str(tmp_path / "out"),
+        task="tests.user_task:make_task",
+        methods=("bot",),
+        seeds=1,
+        steps=1,
+        eval_every=1,
+        eval_problems=4,
+        pass_samples=0,
+        metric="greedy_solved",
+        prompts_per_step=2,
+        num_generations=2,
+        max_completion_length=8,
+        warmup_steps=0,
+        lr_sweep=(1e-4, 1e-3),
+        sweep_seeds=2,
+        init_model=str(tmp_path / "mine"),
+        workers=2,
+        progress=False,
+    )
+    summary = compare(cfg)
+    root = tmp_path / "out" / "sweep"
+    swept = sorted(p.name for p in (root / "sweep").iterdir())
+    assert swept == ["bot-lr0.0001-s0", "bot-lr0.0001-s1", "bot-lr0.001-s0", "bot-lr0.001-s1"]
+    streams = {
+        json.loads((root / "sweep" / n / "done.json").read_text())["settings"]["stream"]
+        for n in swept
+    }
+    assert streams == {"validation"}  # the reported test problems never choose a rate
+    report = json.loads((root / "lr_sweep.json").read_text())
+    scores = report["mean_over_run"]["bot"]
+    assert set(scores) == {"0.0001", "0.001"}
+    assert report["best"]["bot"] == float(max(scores, key=scores.get))
+    chosen = json.loads(summary.with_suffix(".json").read_text())["methods"]["bot"]["lr"]
+    assert chosen == report["best"]["bot"]
+
+
 def test_warm_start_cache_reuses_and_invalidates(tmp_path):
     task = ChainArithmetic(min_steps=1, max_steps=2)
     cfg = WarmStartConfig(steps=2, batch_size=4, model=SMALL)

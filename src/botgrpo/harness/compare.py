@@ -1,7 +1,7 @@
 """`botgrpo compare`: methods x seeds from one warm start, in parallel, resumable.
 
 1. Warm start (cached by hash) -> the shared initial checkpoint.
-2. Optional learning-rate sweep: every method at every rate on seed 0, evaluated on a separate
+2. Optional learning-rate sweep: every method at every rate on ``sweep_seeds`` seeds, on a separate
    validation stream of held-out problems; each method keeps the rate with the highest mean
    of the lead metric over its run (the reported test problems never choose a rate).
 3. Every (method, seed) run at its rate, ``workers`` at a time, one CPU thread each; finished
@@ -77,36 +77,43 @@ def _specs(
 def sweep_learning_rates(
     cfg: CompareConfig, root: Path, model_path: str | Path
 ) -> dict[str, float]:
-    """Best learning rate per method on seed 0 (highest mean of the lead metric on the
-    validation stream)."""
+    """Best learning rate per method on seeds 0..sweep_seeds-1: the highest mean of the lead
+    metric over the run (its area under the curve), averaged over the seeds, on the
+    validation stream. Writes lr_sweep.json with every score and the choices."""
     from botgrpo.harness.results import load_records
 
     specs = [
         RunSpec(
             m,
-            0,
+            seed,
             lr,
             str(model_path),
-            str(root / "sweep" / run_label(m, 0, lr)),
+            str(root / "sweep" / run_label(m, seed, lr)),
             cfg,
             stream="validation",
         )
         for m in cfg.methods
         for lr in cfg.lr_sweep
+        for seed in range(cfg.sweep_seeds)
     ]
     run_all(specs, cfg.workers, cfg.progress, "lr sweep")
-    best: dict[str, float] = {}
-    for m in cfg.methods:
-        scores = {}
-        for spec in (s for s in specs if s.method == m):
-            evals = [
-                r[cfg.metric]
-                for r in load_records(Path(spec.run_dir) / "metrics.jsonl")
-                if r["kind"] == "eval"
-            ]
-            scores[spec.learning_rate] = sum(evals) / len(evals)
-        best[m] = max(scores, key=scores.get)
-    (root / "lr_sweep.json").write_text(json.dumps(best, indent=2))
+    scores: dict[str, dict[float, list[float]]] = {m: {} for m in cfg.methods}
+    for spec in specs:
+        evals = [
+            r[cfg.metric]
+            for r in load_records(Path(spec.run_dir) / "metrics.jsonl")
+            if r["kind"] == "eval"
+        ]
+        scores[spec.method].setdefault(spec.learning_rate, []).append(sum(evals) / len(evals))
+    means = {m: {lr: sum(v) / len(v) for lr, v in by_lr.items()} for m, by_lr in scores.items()}
+    best = {m: max(by_lr, key=by_lr.get) for m, by_lr in means.items()}
+    report = {
+        "best": best,
+        "mean_over_run": {
+            m: {f"{lr:g}": v for lr, v in by_lr.items()} for m, by_lr in means.items()
+        },
+    }
+    (root / "lr_sweep.json").write_text(json.dumps(report, indent=2))
     return best
 
 

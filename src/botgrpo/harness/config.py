@@ -68,9 +68,13 @@ class CompareConfig:
     first updates move every weight by about the learning rate whatever its gradient's noise;
     a short warm-up keeps those first steps from scrambling a tiny model."""
     lr_sweep: tuple[float, ...] = ()
-    """Optional learning rates to sweep per method on seed 0 before the seeds run; each method
-    then runs at its best rate (highest mean held-out accuracy over the run), so no method
-    looks faster merely by taking bigger effective steps."""
+    """Optional learning rates to sweep per method before the seeds run, on a separate
+    validation stream of held-out problems; each method then runs at its best rate (highest
+    mean of the lead metric over the run), so no method looks faster merely by taking bigger
+    effective steps."""
+    sweep_seeds: int = 1
+    """Seeds per (method, rate) of the learning-rate sweep; a rate's score is the mean over
+    them (one seed can pick a rate by luck when rates are close)."""
     w_g: float = 3.0
     """Weight of the outcome G in r_t = w_g G + w_s S_t + b_format."""
     w_s: float = 0.5
@@ -114,6 +118,7 @@ class CompareConfig:
             "num_generations",
             "max_completion_length",
             "workers",
+            "sweep_seeds",
         )
         for name in positive:
             if getattr(self, name) < 1:

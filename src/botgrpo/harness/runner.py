@@ -72,6 +72,7 @@ _NOT_RUN_SETTINGS = (
     "methods",
     "seeds",
     "lr_sweep",
+    "sweep_seeds",
     "thresholds",
     "workers",
     "progress",

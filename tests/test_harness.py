@@ -146,6 +146,19 @@ def test_learning_rate_sweep_over_several_seeds_on_the_validation_stream(tmp_pat
     assert report["best"]["bot"] == float(max(scores, key=scores.get))
     chosen = json.loads(summary.with_suffix(".json").read_text())["methods"]["bot"]["lr"]
     assert chosen == report["best"]["bot"]
+    for name in swept:  # each run records the rate it trained at
+        settings = json.loads((root / "sweep" / name / "done.json").read_text())["settings"]
+        assert f"lr{settings['learning_rate']:g}-" in name
+
+
+def test_per_method_learning_rates():
+    cfg = CompareConfig(methods=("grpo", "bot"), learning_rate=1e-4, method_lrs=("bot=2e-4",))
+    assert cfg.learning_rates() == {"grpo": 1e-4, "bot": 2e-4}
+    with pytest.raises(ValueError, match="not among the methods"):
+        CompareConfig(methods=("grpo",), method_lrs=("bot=2e-4",))
+    for bad in ("bot", "bot=fast", "bot=-1"):
+        with pytest.raises(ValueError, match="METHOD=LR"):
+            CompareConfig(methods=("bot",), method_lrs=(bad,))
 
 
 def test_warm_start_cache_reuses_and_invalidates(tmp_path):

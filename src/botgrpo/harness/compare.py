@@ -173,10 +173,7 @@ def compare(cfg: CompareConfig) -> Path:
         model_path: str | Path = _checked_init_model(cfg.init_model)
     else:
         model_path = starting_checkpoint(cfg, task)
-    if cfg.lr_sweep:
-        lrs = sweep_learning_rates(cfg, root, model_path)
-    else:
-        lrs = {m: cfg.learning_rate for m in cfg.methods}
+    lrs = sweep_learning_rates(cfg, root, model_path) if cfg.lr_sweep else cfg.learning_rates()
     specs = _specs(cfg, root, model_path, lrs, range(cfg.seeds), "runs")
     run_all(specs, cfg.workers, cfg.progress, f"{cfg.name}: {len(specs)} runs")
     collect([Path(s.run_dir) for s in specs], root / "metrics.jsonl")

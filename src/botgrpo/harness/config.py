@@ -67,6 +67,9 @@ class CompareConfig:
     constant_with_warmup: step k < N runs at k/N of the rate, so the first step at 0). Adam's
     first updates move every weight by about the learning rate whatever its gradient's noise;
     a short warm-up keeps those first steps from scrambling a tiny model."""
+    method_lrs: tuple[str, ...] = ()
+    """Per-method learning rates as METHOD=LR (e.g. grpo=4e-4 bot=2e-4), overriding
+    learning_rate for those methods: each method at the rate a previous sweep chose for it."""
     lr_sweep: tuple[float, ...] = ()
     """Optional learning rates to sweep per method before the seeds run, on a separate
     validation stream of held-out problems; each method then runs at its best rate (highest
@@ -98,6 +101,24 @@ class CompareConfig:
     progress: bool = True
     """Show progress bars."""
 
+    def learning_rates(self) -> dict[str, float]:
+        """method -> its learning rate (method_lrs, else learning_rate)."""
+        out = dict.fromkeys(self.methods, self.learning_rate)
+        for item in self.method_lrs:
+            name, sep, value = item.partition("=")
+            try:
+                lr = float(value) if sep else float("nan")
+            except ValueError:
+                lr = float("nan")
+            if not lr > 0:
+                raise ValueError(f"method_lrs {item!r}: write METHOD=LR with LR > 0, e.g. bot=2e-4")
+            if name not in out:
+                raise ValueError(
+                    f"method_lrs {item!r}: {name!r} is not among the methods {list(self.methods)}"
+                )
+            out[name] = lr
+        return out
+
     def __post_init__(self) -> None:
         if self.metric not in EVAL_METRICS:
             raise ValueError(f"unknown metric {self.metric!r}; valid: {', '.join(EVAL_METRICS)}")
@@ -127,6 +148,7 @@ class CompareConfig:
             raise ValueError("num_generations must be >= 2 (group statistics need two rollouts)")
         if self.learning_rate <= 0 or any(lr <= 0 for lr in self.lr_sweep):
             raise ValueError("learning rates must be > 0")
+        self.learning_rates()  # checks method_lrs
         if self.warmup_steps >= self.steps:
             raise ValueError(
                 f"warmup_steps ({self.warmup_steps}) must be < steps ({self.steps}), or the "

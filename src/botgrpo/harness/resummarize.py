@@ -21,7 +21,8 @@ from botgrpo.harness.results import load_records
 
 #: Options that may differ between merged comparisons (they do not change what a run measures,
 #: or, for the learning rate, the summary reports it per method).
-MAY_DIFFER = ("name", "out_dir", "methods", "seeds", "learning_rate", "lr_sweep", "workers")
+MAY_DIFFER = ("name", "out_dir", "methods", "seeds", "learning_rate", "method_lrs", "lr_sweep")
+MAY_DIFFER += ("workers",)
 MAY_DIFFER += ("sweep_seeds", "progress", "thresholds", "metric")
 
 

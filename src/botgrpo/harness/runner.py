@@ -65,12 +65,15 @@ def run_label(method: str, seed: int, lr: float) -> str:
     return f"{method}-lr{lr:g}-s{seed}"
 
 
-#: Options that do not change what a single run computes (so resuming with them changed is fine).
+#: Options that do not change what a single run computes (so resuming with them changed is fine);
+#: the rate a run trains at is the spec's own, whichever of them chose it.
 _NOT_RUN_SETTINGS = (
     "name",
     "out_dir",
     "methods",
     "seeds",
+    "learning_rate",
+    "method_lrs",
     "lr_sweep",
     "sweep_seeds",
     "thresholds",

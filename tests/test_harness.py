@@ -67,30 +67,36 @@ def test_pipeline_at_a_tiny_budget_with_a_user_task(tmp_path):
     assert {p: p.stat().st_mtime for p in root.glob("runs/*/done.json")} == done
 
 
-@pytest.mark.slow
-def test_compare_starts_from_a_given_checkpoint_without_a_warm_start(tmp_path):
+def _from_own_checkpoint(tmp_path, **options) -> CompareConfig:
+    """A one-step comparison of the user task from a freshly built tiny checkpoint."""
     from botgrpo.tiny import build_tiny_model
 
     build_tiny_model(tmp_path / "mine", spec=SMALL)
-    cfg = CompareConfig(
-        name="own",
-        out_dir=str(tmp_path / "out"),
-        task="tests.user_task:make_task",
-        methods=("bot",),
-        seeds=1,
-        steps=1,
-        eval_every=1,
-        eval_problems=4,
-        pass_samples=0,
-        metric="greedy_solved",
-        prompts_per_step=2,
-        num_generations=2,
-        max_completion_length=8,
-        warmup_steps=0,
-        init_model=str(tmp_path / "mine"),
-        workers=1,
-        progress=False,
-    )
+    base = {
+        "name": "own",
+        "out_dir": str(tmp_path / "out"),
+        "task": "tests.user_task:make_task",
+        "methods": ("bot",),
+        "seeds": 1,
+        "steps": 1,
+        "eval_every": 1,
+        "eval_problems": 4,
+        "pass_samples": 0,
+        "metric": "greedy_solved",
+        "prompts_per_step": 2,
+        "num_generations": 2,
+        "max_completion_length": 8,
+        "warmup_steps": 0,
+        "init_model": str(tmp_path / "mine"),
+        "workers": 1,
+        "progress": False,
+    }
+    return CompareConfig(**{**base, **options})
+
+
+@pytest.mark.slow
+def test_compare_starts_from_a_given_checkpoint_without_a_warm_start(tmp_path):
+    cfg = _from_own_checkpoint(tmp_path)
     compare(cfg)
     assert not (tmp_path / "out" / ".cache").exists()  # no warm start was trained
     root = tmp_path / "out" / "own"
@@ -107,29 +113,8 @@ def test_compare_starts_from_a_given_checkpoint_without_a_warm_start(tmp_path):
 
 @pytest.mark.slow
 def test_learning_rate_sweep_over_several_seeds_on_the_validation_stream(tmp_path):
-    from botgrpo.tiny import build_tiny_model
-
-    build_tiny_model(tmp_path / "mine", spec=SMALL)
-    cfg = CompareConfig(
-        name="sweep",
-        out_dir=str(tmp_path / "out"),
-        task="tests.user_task:make_task",
-        methods=("bot",),
-        seeds=1,
-        steps=1,
-        eval_every=1,
-        eval_problems=4,
-        pass_samples=0,
-        metric="greedy_solved",
-        prompts_per_step=2,
-        num_generations=2,
-        max_completion_length=8,
-        warmup_steps=0,
-        lr_sweep=(1e-4, 1e-3),
-        sweep_seeds=2,
-        init_model=str(tmp_path / "mine"),
-        workers=2,
-        progress=False,
+    cfg = _from_own_checkpoint(
+        tmp_path, name="sweep", lr_sweep=(1e-4, 1e-3), sweep_seeds=2, workers=2
     )
     summary = compare(cfg)
     root = tmp_path / "out" / "sweep"

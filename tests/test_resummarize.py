@@ -18,16 +18,16 @@ CURVES = {
 }
 
 
-def _comparison(root: Path, lr: float, methods: tuple[str, ...], **options) -> Path:
+def _comparison(root: Path, lr: float, methods: tuple[str, ...], seeds: int = 3, **options) -> Path:
     """A finished comparison folder made by hand: config.json and one run folder per seed."""
     cfg = CompareConfig(
-        name=root.name, methods=methods, seeds=3, steps=50, eval_every=10, learning_rate=lr
+        name=root.name, methods=methods, seeds=seeds, steps=50, eval_every=10, learning_rate=lr
     )
     cfg = dataclasses.replace(cfg, **options)
     root.mkdir(parents=True)
     (root / "config.json").write_text(json.dumps(cfg.__dict__, default=list))
     for method in methods:
-        for seed in range(3):
+        for seed in range(seeds):
             run = root / "runs" / f"{method}-lr{lr:g}-s{seed}"
             run.mkdir(parents=True)
             rows = [
@@ -68,6 +68,16 @@ def test_merge_each_method_at_its_chosen_rate(tmp_path):
     assert s["speedups"] and s["speedups"][0]["baseline"] == "grpo"
     records = (tmp_path / "m" / "metrics.jsonl").read_text().splitlines()
     assert len(records) == 2 * 3 * 6  # two methods, three seeds, six evaluations
+
+
+def test_methods_with_different_seeds_are_paired_on_the_shared_ones(tmp_path):
+    a = _comparison(tmp_path / "a", 1e-4, ("grpo",), seeds=5)
+    b = _comparison(tmp_path / "b", 2e-4, ("bot",), seeds=3)
+    resummarize([a, b], tmp_path / "m")
+    s = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert s["methods"]["grpo"]["seeds"] == [0, 1, 2, 3, 4]
+    assert {sp["n_seeds"] for sp in s["speedups"]} == {3}
+    assert s["auc_differences"][0]["low"] is not None
 
 
 def test_refuses_incomparable_folders_and_unknown_choices(tmp_path):

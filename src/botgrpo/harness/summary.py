@@ -62,6 +62,42 @@ def _pairs(methods: list[str], steps_mid: dict[str, list[int | None]], budget: i
             yield "vs best other baseline", best, c
 
 
+def _comparisons(
+    curves: dict, steps_at: dict, aucs: dict, thresholds: tuple[float, ...], budget: int
+) -> tuple[list[dict], list[dict]]:
+    """Speedups at every threshold and AUC differences of each (baseline, challenger) pair,
+    paired on the seeds both ran."""
+    mid = thresholds[len(thresholds) // 2] if thresholds else None
+    speedups, auc_diffs = [], []
+    for label, base, chal in _pairs(list(curves), steps_at.get(mid, {}), budget):
+        common = sorted(set(curves[base]) & set(curves[chal]))  # pair on the shared seeds
+        if not common:
+            continue
+
+        def paired(per_method: dict, m: str, common=common) -> list:
+            seeds = sorted(curves[m])
+            return [per_method[m][seeds.index(seed)] for seed in common]
+
+        for t in thresholds:
+            both = {base: paired(steps_at[t], base), chal: paired(steps_at[t], chal)}
+            s = stats.speedup(both, base, chal, t, budget)
+            if s is not None:
+                speedups.append({"label": label, **asdict(s), "censoring": s.censoring()})
+        auc_b, auc_c = paired(aucs, base), paired(aucs, chal)
+        diff = stats.paired_difference_ci(auc_c, auc_b)
+        auc_diffs.append(
+            {
+                "label": label,
+                "baseline": base,
+                "method": chal,
+                "mean": float(np.mean(auc_c) - np.mean(auc_b)),
+                "low": diff[1] if diff else None,
+                "high": diff[2] if diff else None,
+            }
+        )
+    return speedups, auc_diffs
+
+
 def build_summary(
     records: list[dict],
     cfg: CompareConfig,
@@ -95,24 +131,7 @@ def build_summary(
             if run_seconds and run_seconds.get(m)
             else None,
         }
-    mid = lv.thresholds[len(lv.thresholds) // 2] if lv.thresholds else None
-    speedups, auc_diffs = [], []
-    for label, base, chal in _pairs(list(curves), steps_at.get(mid, {}), cfg.steps):
-        for t in lv.thresholds:
-            s = stats.speedup(steps_at[t], base, chal, t, cfg.steps)
-            if s is not None:
-                speedups.append({"label": label, **asdict(s), "censoring": s.censoring()})
-        diff = stats.paired_difference_ci(aucs[chal], aucs[base])
-        auc_diffs.append(
-            {
-                "label": label,
-                "baseline": base,
-                "method": chal,
-                "mean": float(np.mean(aucs[chal]) - np.mean(aucs[base])),
-                "low": diff[1] if diff else None,
-                "high": diff[2] if diff else None,
-            }
-        )
+    speedups, auc_diffs = _comparisons(curves, steps_at, aucs, lv.thresholds, cfg.steps)
     summary = {
         "name": cfg.name,
         "task": cfg.task,

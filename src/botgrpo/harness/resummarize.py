@@ -105,15 +105,9 @@ def _run_seconds(roots: list[Path], methods: set[str]) -> dict[str, list[float]]
     return out
 
 
-def _wall_seconds(roots: list[Path]) -> float:
-    """The comparisons' own wall time (from their summaries; 0 where there is none)."""
-    total = 0.0
-    for root in roots:
-        try:
-            total += float(json.loads((root / "summary.json").read_text())["wall_seconds"])
-        except (OSError, ValueError, KeyError):
-            continue
-    return total
+def _wall_seconds(run_seconds: dict[str, list[float]], workers: int) -> float:
+    """Wall time of the chosen runs alone, as ``workers`` at a time would take it."""
+    return sum(sum(v) for v in run_seconds.values()) / max(1, workers)
 
 
 def resummarize(
@@ -155,7 +149,12 @@ def resummarize(
         fh.writelines(json.dumps(r) + "\n" for r in records)
     run_seconds = _run_seconds(roots, set(names))
     summary = write_summary(
-        records, cfg, lrs, out / "summary.md", seconds=_wall_seconds(roots), run_seconds=run_seconds
+        records,
+        cfg,
+        lrs,
+        out / "summary.md",
+        seconds=_wall_seconds(run_seconds, cfg.workers),
+        run_seconds=run_seconds,
     )
     thr = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
     plot_curves(records, out / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thr)

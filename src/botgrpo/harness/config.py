@@ -58,10 +58,10 @@ class CompareConfig:
     temperature: float = 1.0
     """Sampling temperature of the rollouts."""
     learning_rate: float = 1e-4
-    """Learning rate of every method (unless the sweep picks per method). On the default task
-    2e-5 left every method where it started within 250 steps; at 1e-4 (after the warm-up) the
-    methods with a KL anchor (grpo, bot) stay stable while those without one (dapo, gspo) or
-    with a weak one (pure) drift down: sweep per method (lr_sweep) for a fair comparison."""
+    """Learning rate of every method (unless method_lrs or the sweep set it per method). On the
+    default task every preset learns at 1e-4 with a small spread over seeds; grpo and bot learn
+    faster up to 4e-4 (where grpo's seeds spread widely) and break down at 8e-4
+    (docs/results/teacher-lr.md). Compare methods each at its best rate (lr_sweep)."""
     warmup_steps: int = 10
     """Linear learning-rate warm-up over this many optimizer steps, then constant (transformers'
     constant_with_warmup: step k < N runs at k/N of the rate, so the first step at 0). Adam's

@@ -122,6 +122,9 @@ def plot(rows: list[dict], baseline: str, method: str, metric: str, path: Path) 
         lo = [d[unit] - (d["low"] if d["low"] is not None else d[unit]) for _, d in pts]
         hi = [(d["high"] if d["high"] is not None else d[unit]) - d[unit] for _, d in pts]
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o-", capsize=4, color="tab:blue")
+        for x, (_, d) in zip(xs, pts, strict=True):
+            if d.get("censoring"):  # some baseline runs never got there
+                ax.annotate("lower bound", (x, d[unit]), textcoords="offset points", xytext=(6, 4))
         ax.axhline(level, color="grey", lw=1, ls="--")
         ax.set_xlabel(f"starting {metric}")
     ax1.set_ylabel(f"steps to 50% threshold, {baseline} / {method}")

@@ -129,8 +129,10 @@ def test_learning_rate_sweep_over_several_seeds_on_the_validation_stream(tmp_pat
     scores = report["mean_over_run"]["bot"]
     assert set(scores) == {"0.0001", "0.001"}
     assert report["best"]["bot"] == float(max(scores, key=scores.get))
-    chosen = json.loads(summary.with_suffix(".json").read_text())["methods"]["bot"]["lr"]
-    assert chosen == report["best"]["bot"]
+    s = json.loads(summary.with_suffix(".json").read_text())
+    assert s["methods"]["bot"]["lr"] == report["best"]["bot"]
+    assert s["lr_sweep"]["best"] == report["best"] and s["lr_sweep"]["sweep_seeds"] == 2
+    assert "chosen per method on the validation stream" in summary.read_text()
     for name in swept:  # each run records the rate it trained at
         settings = json.loads((root / "sweep" / name / "done.json").read_text())["settings"]
         assert f"lr{settings['learning_rate']:g}-" in name

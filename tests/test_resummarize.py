@@ -80,6 +80,56 @@ def test_methods_with_different_seeds_are_paired_on_the_shared_ones(tmp_path):
     assert s["auc_differences"][0]["low"] is not None
 
 
+def _swept(tmp_path: Path) -> Path:
+    """A swept comparison: grpo ran at 1e-4 and 2e-4, bot at 1e-4; the sweep chose grpo=2e-4."""
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    other = _comparison(tmp_path / "b", 2e-4, ("grpo",))
+    for run in sorted((other / "runs").iterdir()):
+        done = json.loads((run / "done.json").read_text())
+        (run / "done.json").write_text(json.dumps({**done, "seconds": 90.0}))
+        run.rename(root / "runs" / run.name)
+    report = {
+        "metric": "sampled_solved",
+        "stream": "validation",
+        "sweep_seeds": 2,
+        "best": {"grpo": 2e-4, "bot": 1e-4},
+        "mean_over_run": {
+            "grpo": {"0.0001": 0.31, "0.0002": 0.35},
+            "bot": {"0.0001": 0.44, "0.0002": 0.41},
+        },
+    }
+    (root / "lr_sweep.json").write_text(json.dumps(report))
+    return root
+
+
+def test_a_swept_folder_is_summarised_at_the_rates_its_sweep_chose(tmp_path):
+    root = _swept(tmp_path)
+    resummarize([root], tmp_path / "m")
+    s = json.loads((tmp_path / "m" / "summary.json").read_text())
+    assert s["methods"]["grpo"]["lr"] == 2e-4 and s["methods"]["bot"]["lr"] == 1e-4
+    assert s["methods"]["grpo"]["wall_seconds_per_run"] == pytest.approx(90.0)
+    assert s["lr_sweep"]["best"] == {"grpo": 2e-4, "bot": 1e-4}
+    md = (tmp_path / "m" / "summary.md").read_text()
+    assert "chosen per method on the validation stream" in md and "2 seeds per rate" in md
+    assert "| grpo | 0.310 | **0.350** | 0.0002 |" in md
+    assert "| bot | **0.440** | 0.410 | 0.0001 |" in md
+    # a rate given on the command line overrides the sweep's choice; the table keeps the subset
+    resummarize([root], tmp_path / "n", methods=("grpo@1e-4",))
+    s = json.loads((tmp_path / "n" / "summary.json").read_text())
+    assert s["methods"]["grpo"]["lr"] == 1e-4 and list(s["methods"]) == ["grpo"]
+    assert list(s["lr_sweep"]["best"]) == ["grpo"]
+    assert s["methods"]["grpo"]["wall_seconds_per_run"] == pytest.approx(60.0)
+
+
+def test_refuses_sweeps_that_disagree(tmp_path):
+    a = _swept(tmp_path)
+    c = _comparison(tmp_path / "c", 2e-4, ("bot",))
+    report = {"metric": "sampled_solved", "sweep_seeds": 1, "best": {"bot": 2e-4}}
+    (c / "lr_sweep.json").write_text(json.dumps({**report, "mean_over_run": {"bot": {}}}))
+    with pytest.raises(ValueError, match="differ in sweep_seeds"):
+        resummarize([a, c], tmp_path / "m")
+
+
 def test_refuses_incomparable_folders_and_unknown_choices(tmp_path):
     a = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
     c = _comparison(tmp_path / "c", 2e-4, ("bot",), steps=60)

@@ -108,6 +108,9 @@ def sweep_learning_rates(
     means = {m: {lr: sum(v) / len(v) for lr, v in by_lr.items()} for m, by_lr in scores.items()}
     best = {m: max(by_lr, key=by_lr.get) for m, by_lr in means.items()}
     report = {
+        "metric": cfg.metric,
+        "stream": "validation",
+        "sweep_seeds": cfg.sweep_seeds,
         "best": best,
         "mean_over_run": {
             m: {f"{lr:g}": v for lr, v in by_lr.items()} for m, by_lr in means.items()
@@ -185,6 +188,7 @@ def compare(cfg: CompareConfig) -> Path:
         root / "summary.md",
         seconds=time.perf_counter() - start,
         run_seconds=_run_seconds(specs),
+        lr_sweep=json.loads((root / "lr_sweep.json").read_text()) if cfg.lr_sweep else None,
     )
     thresholds = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
     plot_curves(records, root / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thresholds)

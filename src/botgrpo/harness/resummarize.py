@@ -8,6 +8,10 @@ Reads each comparison folder's ``config.json`` and run records and writes ``summ
 - merged from several comparisons, e.g. each method at the learning rate where it did best.
   Their runs must be comparable: the same task, starting checkpoint, budget, evaluation and
   reward settings (checked; the learning rate and the seeds may differ).
+
+A folder whose comparison swept learning rates (``lr_sweep.json``) may hold runs of a method at
+several rates; unless ``--methods`` names a rate, each method is summarised at the rate its
+sweep chose, and the summary shows the sweep.
 """
 
 from __future__ import annotations
@@ -57,19 +61,21 @@ def _parse_choice(text: str) -> tuple[str, float | None]:
         ) from None
 
 
-def select(records: list[dict], choices: tuple[str, ...]) -> list[dict]:
-    """The records of the chosen methods (each at its chosen rate, when given); a method found
-    at several rates must be given one."""
-    if choices:
-        wanted = dict(_parse_choice(c) for c in choices)
-        records = [
-            r
-            for r in records
-            if r["method"] in wanted and wanted[r["method"]] in (None, r.get("lr"))
-        ]
-        missing = sorted(set(wanted) - {r["method"] for r in records})
-        if missing:
-            raise ValueError(f"no finished runs of {', '.join(missing)} (at the rate given)")
+def select(
+    records: list[dict], choices: tuple[str, ...], swept: dict[str, float] | None = None
+) -> list[dict]:
+    """The records of the chosen methods, each at its chosen rate: the one given in
+    ``choices``, else the one a learning-rate sweep chose (``swept``); a method still found at
+    several rates must be given one."""
+    swept = swept or {}
+    wanted: dict[str, float | None] = dict(_parse_choice(c) for c in choices)
+    rate = {m: wanted.get(m) or swept.get(m) for m in (wanted or {r["method"] for r in records})}
+    records = [
+        r for r in records if r["method"] in rate and rate[r["method"]] in (None, r.get("lr"))
+    ]
+    missing = sorted(set(wanted) - {r["method"] for r in records})
+    if missing:
+        raise ValueError(f"no finished runs of {', '.join(missing)} (at the rate given)")
     rates: dict[str, set] = {}
     for r in records:
         rates.setdefault(r["method"], set()).add(r.get("lr"))
@@ -80,6 +86,34 @@ def select(records: list[dict], choices: tuple[str, ...]) -> list[dict]:
             f"{m} ran at several learning rates {v}: choose one with --methods {m}@{v[0]:g}"
         )
     return records
+
+
+def sweep_report(roots: list[Path]) -> dict | None:
+    """The learning-rate sweeps (lr_sweep.json) of the folders, merged; None when none swept."""
+    reports = [
+        (root, json.loads((root / "lr_sweep.json").read_text()))
+        for root in roots
+        if (root / "lr_sweep.json").is_file()
+    ]
+    if not reports:
+        return None
+    merged = {k: v for k, v in reports[0][1].items() if k not in ("best", "mean_over_run")}
+    merged["best"], merged["mean_over_run"] = {}, {}
+    for root, report in reports:
+        for key in ("metric", "sweep_seeds"):
+            if report.get(key) != merged.get(key):
+                raise ValueError(
+                    f"the learning-rate sweeps of {reports[0][0]} and {root} differ in {key}: "
+                    "summarize them separately"
+                )
+        for m, lr in report["best"].items():
+            if merged["best"].setdefault(m, lr) != lr:
+                raise ValueError(
+                    f"{m} was swept in two folders with different choices: pick one with "
+                    f"--methods {m}@LR"
+                )
+            merged["mean_over_run"][m] = report["mean_over_run"][m]
+    return merged
 
 
 def _check_comparable(configs: list[CompareConfig], roots: list[Path]) -> None:
@@ -94,13 +128,15 @@ def _check_comparable(configs: list[CompareConfig], roots: list[Path]) -> None:
             )
 
 
-def _run_seconds(roots: list[Path], methods: set[str]) -> dict[str, list[float]]:
+def _run_seconds(roots: list[Path], lrs: dict[str, float]) -> dict[str, list[float]]:
+    """method -> training wall time of each summarised run (method at its chosen rate)."""
     out: dict[str, list[float]] = {}
     for root in roots:
         for path in sorted((root / "runs").glob("*/done.json")):
             done = json.loads(path.read_text())
-            method = done.get("settings", {}).get("method")
-            if method in methods:
+            settings = done.get("settings", {})
+            method, lr = settings.get("method"), settings.get("learning_rate")
+            if method in lrs and (lrs[method] is None or lr in (None, lrs[method])):
                 out.setdefault(method, []).append(float(done["seconds"]))
     return out
 
@@ -127,7 +163,9 @@ def resummarize(
         raise ValueError("a subset of methods goes to a new folder: pass --out")
     configs = [load_config(r) for r in roots]
     _check_comparable(configs, roots)
-    records = select([r for root in roots for r in _run_records(root)], methods)
+    sweep = sweep_report(roots)
+    swept = {m: float(lr) for m, lr in (sweep or {}).get("best", {}).items()}
+    records = select([r for root in roots for r in _run_records(root)], methods, swept)
     # the same (method, seed, step) from two folders would be counted twice
     seen = {(r["kind"], r["method"], r["seed"], r["step"]) for r in records}
     if len(seen) < len(records):
@@ -147,7 +185,7 @@ def resummarize(
     (out / "config.json").write_text(json.dumps(cfg.__dict__, indent=2, default=list))
     with (out / "metrics.jsonl").open("w") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in records)
-    run_seconds = _run_seconds(roots, set(names))
+    run_seconds = _run_seconds(roots, {m: lrs.get(m) for m in names})
     summary = write_summary(
         records,
         cfg,
@@ -155,6 +193,7 @@ def resummarize(
         out / "summary.md",
         seconds=_wall_seconds(run_seconds, cfg.workers),
         run_seconds=run_seconds,
+        lr_sweep=sweep,
     )
     thr = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
     plot_curves(records, out / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thr)

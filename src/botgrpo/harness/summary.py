@@ -105,8 +105,10 @@ def build_summary(
     *,
     seconds: float,
     run_seconds: dict[str, list[float]] | None = None,
+    lr_sweep: dict | None = None,
 ) -> dict:
-    """Every number of the summary as a JSON-ready dict (the content of summary.json)."""
+    """Every number of the summary as a JSON-ready dict (the content of summary.json);
+    ``lr_sweep`` is the learning-rate sweep's report (lr_sweep.json) when rates were swept."""
     curves = eval_curves(records, cfg.metric)
     lv = stats.levels(curves, _problems(cfg), cfg.thresholds)
     steps_at = {t: stats.crossings(curves, t) for t in lv.thresholds}
@@ -151,9 +153,42 @@ def build_summary(
         "methods": methods,
         "speedups": speedups,
         "auc_differences": auc_diffs,
+        "lr_sweep": _sweep_of(lr_sweep, methods) if lr_sweep else None,
     }
     summary["verdict"] = verdict(summary)
     return summary
+
+
+def _sweep_of(report: dict, methods: dict) -> dict:
+    """The sweep's report restricted to the summarised methods."""
+    return {
+        **report,
+        "best": {m: v for m, v in report["best"].items() if m in methods},
+        "mean_over_run": {m: v for m, v in report["mean_over_run"].items() if m in methods},
+    }
+
+
+def _sweep_table(sweep: dict) -> list[str]:
+    """The learning-rate sweep as a table: the score of every (method, rate), chosen in bold."""
+    rates = sorted({float(lr) for by_lr in sweep["mean_over_run"].values() for lr in by_lr})
+    n = sweep.get("sweep_seeds", 1)
+    lines = [
+        f"Learning rates, chosen per method on the {sweep.get('stream', 'validation')} stream "
+        f"(never the reported problems): the highest mean `{sweep.get('metric', 'lead metric')}` "
+        f"over the run, {n} seed{'s' * (n != 1)} per rate.",
+        "",
+        "| method | " + " | ".join(f"lr {lr:g}" for lr in rates) + " | chosen |",
+        "|---|" + "---|" * (len(rates) + 1),
+    ]
+    for m, by_lr in sweep["mean_over_run"].items():
+        best = float(sweep["best"][m])
+        cells = []
+        for lr in rates:
+            v = next((x for k, x in by_lr.items() if float(k) == lr), None)
+            text = _fmt(v, ".3f")
+            cells.append(f"**{text}**" if lr == best and v is not None else text)
+        lines.append(f"| {m} | " + " | ".join(cells) + f" | {best:g} |")
+    return lines
 
 
 def _learning_sentence(s: dict) -> str:
@@ -283,6 +318,7 @@ def render_markdown(s: dict) -> str:
         "",
         *_table(s),
         "",
+        *([*_sweep_table(s["lr_sweep"]), ""] if s.get("lr_sweep") else []),
         f"Lead metric `{s['metric']}`: {s['metric_means']}, on {s['problems_per_evaluation']} "
         f"held-out problems every {s['eval_every']} steps. Thresholds: "
         + (
@@ -310,9 +346,12 @@ def write_summary(
     *,
     seconds: float,
     run_seconds: dict[str, list[float]] | None = None,
+    lr_sweep: dict | None = None,
 ) -> Path:
     """Write summary.md (``out``) and summary.json beside it, print the markdown."""
-    summary = build_summary(records, cfg, lrs, seconds=seconds, run_seconds=run_seconds)
+    summary = build_summary(
+        records, cfg, lrs, seconds=seconds, run_seconds=run_seconds, lr_sweep=lr_sweep
+    )
     out.with_suffix(".json").write_text(json.dumps(summary, indent=2))
     text = render_markdown(summary)
     out.write_text(text)

@@ -133,6 +133,7 @@ def test_learning_rate_sweep_over_several_seeds_on_the_validation_stream(tmp_pat
     assert s["methods"]["bot"]["lr"] == report["best"]["bot"]
     assert s["lr_sweep"]["best"] == report["best"] and s["lr_sweep"]["sweep_seeds"] == 2
     assert "chosen per method on the validation stream" in summary.read_text()
+    assert (root / "lr_sweep.png").stat().st_size > 0
     for name in swept:  # each run records the rate it trained at
         settings = json.loads((root / "sweep" / name / "done.json").read_text())["settings"]
         assert f"lr{settings['learning_rate']:g}-" in name

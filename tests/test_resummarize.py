@@ -113,6 +113,7 @@ def test_a_swept_folder_is_summarised_at_the_rates_its_sweep_chose(tmp_path):
     assert "chosen per method on the validation stream" in md and "2 seeds per rate" in md
     assert "| grpo | 0.310 | **0.350** | 0.0002 |" in md
     assert "| bot | **0.440** | 0.410 | 0.0001 |" in md
+    assert (tmp_path / "m" / "lr_sweep.png").stat().st_size > 0
     # a rate given on the command line overrides the sweep's choice; the table keeps the subset
     resummarize([root], tmp_path / "n", methods=("grpo@1e-4",))
     s = json.loads((tmp_path / "n" / "summary.json").read_text())

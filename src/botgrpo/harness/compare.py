@@ -162,7 +162,7 @@ def starting_checkpoint(cfg: CompareConfig, task, *, use_packaged: bool = True) 
 
 def compare(cfg: CompareConfig) -> Path:
     """Run the whole comparison; returns the path of ``summary.md``."""
-    from botgrpo.harness.plots import plot_curves
+    from botgrpo.harness.plots import plot_curves, plot_lr_sweep
     from botgrpo.harness.results import collect, load_records
     from botgrpo.harness.summary import write_summary
     from botgrpo.tasks import load_task
@@ -192,6 +192,8 @@ def compare(cfg: CompareConfig) -> Path:
     )
     thresholds = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
     plot_curves(records, root / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thresholds)
+    if cfg.lr_sweep:
+        plot_lr_sweep(json.loads((root / "lr_sweep.json").read_text()), root / "lr_sweep.png")
     return summary
 
 

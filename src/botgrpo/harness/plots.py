@@ -85,3 +85,31 @@ def plot_curves(
     fig.savefig(out, dpi=100)
     plt.close(fig)
     return out
+
+
+def plot_lr_sweep(report: dict, out: Path) -> Path:
+    """The learning-rate sweep (lr_sweep.json's report): each method's score against the rate
+    on a log axis, its chosen rate circled."""
+    methods = sorted(report["mean_over_run"])
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for i, m in enumerate(methods):
+        points = sorted((float(lr), v) for lr, v in report["mean_over_run"][m].items())
+        ax.plot(*zip(*points, strict=True), marker="o", color=f"C{i}", label=m)
+        best = float(report["best"][m])
+        ax.plot(best, dict(points)[best], "o", ms=13, mfc="none", color=f"C{i}")
+    n = report.get("sweep_seeds", 1)
+    rates = sorted({float(lr) for by_lr in report["mean_over_run"].values() for lr in by_lr})
+    ax.set_xscale("log")
+    ax.set_xticks(rates, [f"{lr:g}" for lr in rates])
+    ax.minorticks_off()
+    ax.set(
+        xlabel="learning rate",
+        ylabel=f"mean {report.get('metric', 'lead metric')} over the run",
+        title=f"learning-rate sweep\n{report.get('stream', 'validation')} stream, "
+        f"{n} seed{'s' * (n != 1)} per rate; circled: chosen",
+    )
+    ax.legend(loc="best", framealpha=0.8, fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=100)
+    plt.close(fig)
+    return out

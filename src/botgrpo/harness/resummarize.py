@@ -156,7 +156,7 @@ def resummarize(
 ) -> Path:
     """Write summary.md, summary.json and curves.png into ``out`` from the runs of ``roots``;
     returns the path of summary.md."""
-    from botgrpo.harness.plots import plot_curves
+    from botgrpo.harness.plots import plot_curves, plot_lr_sweep
     from botgrpo.harness.summary import write_summary
 
     if methods and out.resolve() in {r.resolve() for r in roots}:
@@ -197,4 +197,7 @@ def resummarize(
     )
     thr = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
     plot_curves(records, out / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thr)
+    if sweep:
+        summarised = json.loads(summary.with_suffix(".json").read_text())["lr_sweep"]
+        plot_lr_sweep(summarised, out / "lr_sweep.png")
     return summary

@@ -116,6 +116,21 @@ def test_train_reports_a_bad_config_file_in_one_line(workdir, capsys, config, pa
             ],
             ["reward_func_kwargs for 'math_step_reward'", "bogus"],
         ),
+        (
+            [
+                "--task",
+                "chain",
+                "--reward_funcs",
+                "react_code_reward",
+                "--reward_func_kwargs",
+                '{"react_code_reward": {"code_judge": {"base_url": "http://127.0.0.1:9/v1", '
+                '"modle": "judge"}}}',
+            ],
+            [
+                "reward_func_kwargs['react_code_reward']['code_judge']",
+                "unknown judge option 'modle'",
+            ],
+        ),
         (["--reward_funcs", "task_reward"], ["'task_reward'", "set task"]),
         (["--model_name_or_path", "./no_such_model"], ["'./no_such_model' is not a folder"]),
         (["--use_cpu", "false", "--bf16", "true"], ["bf16"]),

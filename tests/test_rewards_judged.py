@@ -111,3 +111,39 @@ def test_python_recipe_with_the_llm_code_judge(fixed_judge):
     start = len("```python\n")
     assert tr.local[start] == pytest.approx(-0.15)
     assert tr.local[start + len("def f(x):\n")] == pytest.approx(-0.2)
+
+
+def test_judges_named_by_options_as_a_yaml_recipe_gives_them(fixed_judge, monkeypatch):
+    """reward_func_kwargs (a recipe's YAML) names judges by their JudgeConfig options; the API key
+    comes from the environment."""
+    from botgrpo.scoring.loading import load_reward_funcs
+
+    monkeypatch.setenv("BOTGRPO_JUDGE_API_KEY", "sk-from-env")
+    server = fixed_judge("SCORE: 6\nLINE 2: -2 (shadows a builtin)")
+    options = {"base_url": server.config.base_url, "model": "judge", "max_retries": 0}
+    kwargs = {"python_code_reward": {"config": {"run_tests": False}, "code_judge": options}}
+    (reward,) = load_reward_funcs(["python_code_reward"], TOK, kwargs)
+    text = "```python\ndef f(x):\n    list = [x]\n    return list\n```"
+    [tr] = reward(prompts=["Wrap x."], completions=[text], completion_ids=[TOK(text).input_ids])
+    assert tr.outcome == pytest.approx(0.6) and server.requests[0]["model"] == "judge"
+    steps = fixed_judge("Step 1: incorrect")
+    kwargs = {
+        "math_step_reward": {"step_verifier": {"base_url": steps.config.base_url, "model": "m"}}
+    }
+    (math,) = load_reward_funcs(["math_step_reward"], TOK, kwargs)
+    text = "<step 1>a</step 1><final>1</final>"
+    [tr] = math(
+        prompts=["p"], completions=[text], completion_ids=[TOK(text).input_ids], answer=["1"]
+    )
+    assert tr.info["raw_verdicts"] == [-1] and steps.requests[0]["model"] == "m"
+
+
+def test_bad_judge_options_get_a_one_line_error(monkeypatch):
+    from botgrpo.rewards import make_react_code_reward
+
+    for name in ("BOTGRPO_JUDGE_MODEL", "BOTGRPO_JUDGE_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ValueError, match=r"^code_judge: unknown judge option 'url'; a judge takes"):
+        make_python_code_reward(TOK, code_judge={"url": "http://127.0.0.1:9/v1"})
+    with pytest.raises(ValueError, match=r"^screenshot_judge: .*no model given"):
+        make_react_code_reward(TOK, screenshot_judge={"base_url": "http://127.0.0.1:9/v1"})

@@ -11,13 +11,14 @@ from __future__ import annotations
 import inspect
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
+from botgrpo.rewards.judges.options import JUDGE_ARGUMENTS, judge_config
 from botgrpo.scoring.loading import BUILTIN_REWARDS, TASK_REWARD, load_reward_funcs, resolve_entry
 from botgrpo.trl.config import BoTGRPOConfig
 from botgrpo.usage import UsageError, check_task_spec, check_yaml_mapping
@@ -228,6 +229,12 @@ def _check_reward_entry(entry: str, kwargs: dict[str, Any], task: str | None) ->
         raise UsageError(
             f"reward_func_kwargs for {entry!r}: {err}; it takes {', '.join(params) or 'nothing'}"
         ) from err
+    for name, value in kwargs.items():  # judges named by options: checked before the model loads
+        if name in JUDGE_ARGUMENTS and isinstance(value, Mapping):
+            try:
+                judge_config(value, f"reward_func_kwargs[{entry!r}][{name!r}]")
+            except ValueError as err:
+                raise UsageError(str(err)) from err
 
 
 def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:

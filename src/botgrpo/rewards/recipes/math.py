@@ -34,6 +34,7 @@ from botgrpo.rewards.calling import (
 )
 from botgrpo.rewards.compose import FormatBonusConfig, StepSignalConfig, step_signal
 from botgrpo.rewards.configs import config_from_mapping
+from botgrpo.rewards.judges.options import as_judge
 from botgrpo.rewards.spans import TokenizedText
 from botgrpo.rewards.steps import STEP_FORMATS, ParsedSolution, StepFormat, parse_steps
 from botgrpo.rewards.types import TokenReward
@@ -149,7 +150,9 @@ def make_math_step_reward(
         tokenizer: the policy's tokenizer (or processor): maps generated ids to text offsets.
         config: options (or a mapping of them, nested for sub-configs); the defaults follow
             the paper (tags, error propagation, w = 3, B = 1).
-        step_verifier: verdict source ``(problem, steps) -> list[int] | obj.verdicts``;
+        step_verifier: verdict source ``(problem, steps) -> list[int] | obj.verdicts``, or a
+            mapping of :class:`~botgrpo.rewards.judges.JudgeConfig` options for an LLM
+            :class:`~botgrpo.rewards.judges.StepJudge` (so YAML can name one);
             default: :class:`~botgrpo.rewards.verifiers.symbolic.SymbolicStepVerifier`.
 
     The returned callable takes ``prompts, completions, completion_ids=None, **columns`` and
@@ -169,7 +172,8 @@ def make_math_step_reward(
     """
     cfg = config_from_mapping(MathRewardConfig, config)
     tok = resolve_tokenizer(tokenizer)
-    source = step_verifier if step_verifier is not None else SymbolicStepVerifier(cfg.symbolic)
+    source = as_judge(step_verifier, "step", "step_verifier")
+    source = source if source is not None else SymbolicStepVerifier(cfg.symbolic)
     if not (callable(source) or hasattr(source, "judge_steps") or hasattr(source, "judge_many")):
         raise TypeError("step_verifier must be callable (problem, steps) -> verdicts")
     name = cfg.name

@@ -43,6 +43,7 @@ from botgrpo.rewards.calling import (
 from botgrpo.rewards.code_blocks import PYTHON_LANGUAGES, CodeBlock, extract_code_block
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import config_from_mapping
+from botgrpo.rewards.judges.options import as_judge
 from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
 from botgrpo.rewards.types import TokenReward
 from botgrpo.rewards.verifiers.python_diagnostics import (
@@ -293,7 +294,9 @@ def make_python_code_reward(
             runs the tests in the sandbox.
         code_judge: optional ``(task, code) -> result`` with ``.score`` (0-10 or None) and
             ``.lines`` ({line: impact}); a dict or a ``(score, lines)`` tuple also works; an
-            object with ``judge_many(tasks, codes)`` judges the batch at once.
+            object with ``judge_many(tasks, codes)`` judges the batch at once; or a mapping
+            of :class:`~botgrpo.rewards.judges.JudgeConfig` options for an LLM
+            :class:`~botgrpo.rewards.judges.CodeJudge` (so YAML can name one).
 
     >>> from botgrpo.tiny import build_char_tokenizer
     >>> tok = build_char_tokenizer()
@@ -309,6 +312,7 @@ def make_python_code_reward(
     cfg = config_from_mapping(PythonRewardConfig, config)
     tok = resolve_tokenizer(tokenizer)
     name = cfg.name
+    code_judge = as_judge(code_judge, "code", "code_judge")
 
     def reward(
         prompts: Sequence[Any] | None = None,

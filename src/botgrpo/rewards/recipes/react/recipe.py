@@ -45,6 +45,7 @@ from botgrpo.rewards.calling import (
 from botgrpo.rewards.code_blocks import CodeBlock, extract_code_block
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import config_from_mapping
+from botgrpo.rewards.judges.options import as_judge
 from botgrpo.rewards.recipes.python import CodeJudgement, _as_judgement
 from botgrpo.rewards.recipes.react.checks import (
     ReactCheck,
@@ -292,13 +293,17 @@ def make_react_code_reward(
         tokenizer: the policy's tokenizer (or processor).
         config: options (or a mapping of them).
         code_judge: as in :func:`botgrpo.rewards.recipes.python.make_python_code_reward`
-            (e.g. :class:`botgrpo.rewards.judges.CodeJudge`).
+            (e.g. :class:`botgrpo.rewards.judges.CodeJudge`, or a mapping of its
+            :class:`~botgrpo.rewards.judges.JudgeConfig` options, so YAML can name one).
         screenshot_judge: optional ``(task, png_bytes) -> score`` (or a result with ``.score``),
             clipped to [0, 10]; no number counts 0; or an object with ``judge_screenshot`` /
-            ``judge_many`` such as :class:`botgrpo.rewards.judges.ScreenshotJudge`.
+            ``judge_many`` such as :class:`botgrpo.rewards.judges.ScreenshotJudge`; or a
+            mapping of JudgeConfig options for one (a vision model's endpoint).
     """
     cfg = config_from_mapping(ReactRewardConfig, config)
     tok = resolve_tokenizer(tokenizer)
+    code_judge = as_judge(code_judge, "code", "code_judge")
+    screenshot_judge = as_judge(screenshot_judge, "screenshot", "screenshot_judge")
     name = cfg.name
     own_pool: list[WorkerPool] = []
 

@@ -1,9 +1,10 @@
 """BoT's speedup over GRPO as a function of how hard the task is for the starting model.
 
 Runs one `botgrpo compare` per task setting (``--points``), all from the same starting
-checkpoint, and tabulates, per point: the starting solve rate, each method's final value,
-steps-to-threshold at the middle threshold (50% of the way from the start to the plateau) as
-a speedup with its 95% interval, and the difference in area under the curve with its interval.
+checkpoint, and tabulates, per point: the starting solve rate, each method's learning rate and
+final value, steps-to-threshold at the middle threshold (50% of the way from the start to the
+plateau) as a speedup with its 95% interval, and the difference in area under the curve with
+its interval.
 
     python benchmarks/difficulty_sweep.py \\
         --points chain:min_steps=4,max_steps=7 chain:min_steps=8,max_steps=11 \\
@@ -12,7 +13,8 @@ a speedup with its 95% interval, and the difference in area under the curve with
         --pass-samples 1 --name difficulty
 
 Every `botgrpo compare` option is accepted and applies to each point (``--task`` is replaced
-by the points; ``--methods`` must name the baseline first and the method second). A point whose
+by the points; ``--methods`` must name the baseline first and the method second). With
+``--lr-sweep``, each point chooses each method's rate on its own validation stream. A point whose
 comparison already finished (its summary.json exists) is read, not rerun, unless ``--rerun``.
 Writes OUT_DIR/NAME/difficulty.md, difficulty.json and difficulty.png. The starting checkpoint
 must not have been trained on any point's held-out problems (the shipped chain warm start
@@ -67,6 +69,7 @@ def point_row(summary: dict, baseline: str, method: str) -> dict:
         "plateau": summary["plateau"],
         "learned": summary["learned"],
         "final": final,
+        "lr": {m: summary["methods"][m]["lr"] for m in (baseline, method)},
         "threshold": mid,
         "speedup": sp,
         "auc_difference": auc,
@@ -80,10 +83,11 @@ def _interval(low, high, fmt: str) -> str:
 
 def write_table(rows: list[dict], baseline: str, method: str, metric: str, path: Path) -> None:
     lines = [
-        f"| task | start ({metric}) | final {baseline} | final {method} | threshold | "
+        f"| task | start ({metric}) | lr {baseline} / {method} | final {baseline} | "
+        f"final {method} | threshold | "
         f"speedup {baseline} / {method} | 95% interval | AUC {method} - {baseline} | "
         "95% interval | seeds |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(rows, key=lambda r: -r["start"]):
         sp, auc = r["speedup"], r["auc_difference"]
@@ -91,6 +95,7 @@ def write_table(rows: list[dict], baseline: str, method: str, metric: str, path:
         cells = [
             r["task"],
             f"{r['start']:.3f}",
+            f"{r['lr'][baseline]:g} / {r['lr'][method]:g}",
             f"{r['final'][baseline]:.3f}",
             f"{r['final'][method]:.3f}",
             "-" if r["threshold"] is None else f"{r['threshold']:.3f}",

@@ -293,7 +293,8 @@ def _table(s: dict) -> list[str]:
             m,
             f"{info['lr']:g}",
             str(len(info["seeds"])),
-            f"{st['start']:.3f} -> {st['final']:.3f} ({st['final_sd']:.3f})",
+            f"{st['start']:.3f} -> {st['final']:.3f}"
+            + (f" ({st['final_sd']:.3f})" if len(info["seeds"]) > 1 else " (1 seed: no sd)"),
             f"{st['best']:.3f}",
             *(_steps_cell(info["steps_to_threshold"][f"{t:g}"], s["budget_steps"]) for t in thr),
             _fmt(info["auc_gain_mean"], "+.3f"),

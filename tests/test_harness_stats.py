@@ -167,6 +167,7 @@ def test_one_seed_summary_says_it_is_not_evidence(tmp_path):
     assert "one observation with no interval, not evidence" in text
     assert not re.search(r"interval -?\d", text) and "CI" not in text
     assert "(0.000)" not in text and "(1 seed: no sd)" in text  # no spread from one seed
+    assert "2 methods x 1 seed," in text.splitlines()[0]
 
 
 def test_flat_curves_report_no_speedup(tmp_path):

@@ -312,7 +312,8 @@ def _table(s: dict) -> list[str]:
 def render_markdown(s: dict) -> str:
     """summary.md from the summary dict."""
     lines = [
-        f"# {s['name']}: {s['task']}, {len(s['methods'])} methods x {s['n_seeds']} seeds, "
+        f"# {s['name']}: {s['task']}, {len(s['methods'])} methods x {s['n_seeds']} "
+        f"seed{'s' if s['n_seeds'] != 1 else ''}, "
         f"{s['budget_steps']} steps",
         "",
         *(f"- {v}" for v in s["verdict"]),

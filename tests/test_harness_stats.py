@@ -170,6 +170,14 @@ def test_one_seed_summary_says_it_is_not_evidence(tmp_path):
     assert "2 methods x 1 seed," in text.splitlines()[0]
 
 
+def test_summary_gives_a_runs_own_time_besides_the_commands(tmp_path):
+    records = _records({"grpo": [[0.1, 0.2, 0.5, 0.7, 0.7]], "bot": [[0.1, 0.5, 0.7, 0.7, 0.7]]})
+    runs = {"grpo": [120.0], "bot": [240.0]}
+    text = render_markdown(build_summary(records, _cfg(1), {}, seconds=3.0, run_seconds=runs))
+    assert "Wall time 0.1 min; a run takes 3.0 min on average" in text
+    assert "a run takes" not in render_markdown(build_summary(records, _cfg(1), {}, seconds=3.0))
+
+
 def test_flat_curves_report_no_speedup(tmp_path):
     records = _records({"grpo": [[0.1, 0.1, 0.11, 0.1]], "bot": [[0.1, 0.11, 0.1, 0.11]]})
     s = build_summary(records, _cfg(1), {}, seconds=1.0)

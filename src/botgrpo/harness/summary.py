@@ -334,10 +334,26 @@ def render_markdown(s: dict) -> str:
         "at the budget). AUC gain: mean gain over the start "
         "across the run. Intervals: paired bootstrap over seeds, from 3 seeds up. Weight drift: "
         "||theta - theta_0|| / ||theta_0|| at the end.",
-        f"Wall time {s['wall_seconds'] / 60:.1f} min. Plot: curves.png. Every number: "
-        "summary.json. Raw records: metrics.jsonl.",
+        f"{_wall_line(s)} Plot: curves.png. Every number: summary.json. Raw records: "
+        "metrics.jsonl.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _wall_line(s: dict) -> str:
+    """This command's wall time, and a run's own: a resumed comparison reuses finished runs."""
+    per_run = [
+        info["wall_seconds_per_run"]
+        for info in s["methods"].values()
+        if info.get("wall_seconds_per_run")
+    ]
+    line = f"Wall time {s['wall_seconds'] / 60:.1f} min"
+    if per_run:
+        line += (
+            f"; a run takes {np.mean(per_run) / 60:.1f} min on average (runs finished before "
+            "are reused, not rerun)"
+        )
+    return line + "."
 
 
 def write_summary(

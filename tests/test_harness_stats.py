@@ -174,7 +174,9 @@ def test_summary_gives_a_runs_own_time_besides_the_commands(tmp_path):
     records = _records({"grpo": [[0.1, 0.2, 0.5, 0.7, 0.7]], "bot": [[0.1, 0.5, 0.7, 0.7, 0.7]]})
     runs = {"grpo": [120.0], "bot": [240.0]}
     text = render_markdown(build_summary(records, _cfg(1), {}, seconds=3.0, run_seconds=runs))
-    assert "Wall time 0.1 min; a run takes 3.0 min on average" in text
+    assert "Wall time 0.1 min; a run takes 3.0 min on average (runs finished before were" in text
+    fresh = render_markdown(build_summary(records, _cfg(1), {}, seconds=300.0, run_seconds=runs))
+    assert "a run takes 3.0 min on average." in fresh and "reused" not in fresh
     assert "a run takes" not in render_markdown(build_summary(records, _cfg(1), {}, seconds=3.0))
 
 

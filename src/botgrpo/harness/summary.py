@@ -350,7 +350,7 @@ def _wall_line(s: dict) -> str:
     line = f"Wall time {s['wall_seconds'] / 60:.1f} min"
     if per_run:
         line += f"; a run takes {np.mean(per_run) / 60:.1f} min on average"
-        if s["wall_seconds"] < 0.5 * min(per_run):  # less than a run took: runs were reused
+        if s["wall_seconds"] < 0.5 * min(per_run):  # far under one run: runs were reused
             line += " (runs finished before were reused, not rerun)"
     return line + "."
 

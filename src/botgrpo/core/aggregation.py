@@ -5,13 +5,17 @@
     seq-mean-token-sum-norm  sum_i sum_t m l / (B * L_max)     Dr. GRPO (arXiv 2503.20783)
 
 Rows with no unmasked token are excluded from seq-mean-token-mean's mean; L_max is the
-``max_len`` option (the generation budget, constant across steps) or T when omitted.
+``max_len`` option (the generation budget, constant across steps) or T when omitted. A batch
+with no kept token (B = 0, T = 0 or an all-zero mask) gives 0 in every mode, still attached to
+the graph. Masked losses are selected away, so NaN or inf there reaches neither the loss nor
+the gradient.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import Tensor
 
 from botgrpo.core.registry import Registry
@@ -58,4 +62,9 @@ def aggregate_loss(
         )
     if max_len is not None and (not isinstance(max_len, int) or max_len <= 0):
         raise ValueError(f"max_len must be a positive int, got {max_len!r}")
-    return fn(loss_BT, mask_BT.to(loss_BT.dtype), max_len)
+    keep_BT = mask_BT != 0 if mask_BT.dtype != torch.bool else mask_BT
+    zero = torch.zeros((), dtype=loss_BT.dtype, device=loss_BT.device)
+    kept_BT = torch.where(keep_BT, loss_BT, zero)
+    if loss_BT.numel() == 0:
+        return kept_BT.sum()  # 0, attached to the graph
+    return fn(kept_BT, mask_BT.to(loss_BT.dtype), max_len)

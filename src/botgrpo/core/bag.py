@@ -16,7 +16,9 @@ allocated, whatever the dtypes of the rewards (float32 or float64) and of the ma
    around the group mean, so a large common offset costs no precision;
 3. ``out *= 1 / (sigma_g + eps)``, or 0 where the group carries no signal.
 
-Per-row and per-group statistics are float64. A float mask is checked to hold only 0 and 1 in
+Per-row and per-group statistics are float64. The result is scale-invariant (A(c r) = A(r) for
+c > 0) up to float limits: rewards are held in float32, and a row whose squared norm would
+overflow float32 (|r - mu| above ~1e19) has its norm taken in float64 after rescaling. A float mask is checked to hold only 0 and 1 in
 ``out`` before pass 1. A non-finite value under the mask (e.g. NaN padding) only costs a slower
 first pass; one at a kept position is an error naming its rows.
 """
@@ -57,13 +59,26 @@ def bag_advantage(
     total_G = total_G.clamp_min(torch.finfo(torch.float64).tiny)
     mu_G = weighted_G / total_G
     _subtract_on_mask_(out_BT, weights_BT, mu_G[ro.local_group_B].to(out_BT.dtype)[:, None])
-    sq_B = torch.linalg.vector_norm(out_BT, dim=1).to(torch.float64).square_()
+    sq_B = _row_norms(out_BT).square_()
     spread_B = sq_B.mul_(weight_B).mul_(inv_length_B)
     var_G = ro.group_sum(spread_B if gather is None else gather(spread_B)).div_(total_G)
     sigma_G = var_G.sqrt()
     signal_G = (count_G >= 2) & (sigma_G > ZERO_STD_RTOL * (var_G + mu_G**2).sqrt())
     scale_G = torch.where(signal_G, 1.0 / (sigma_G + eps), 0.0)
     return out_BT.mul_(scale_G[ro.local_group_B].to(out_BT.dtype)[:, None])
+
+
+def _row_norms(out_BT: Tensor) -> Tensor:
+    """||out_i|| per row as float64. float32 squares overflow above ~1.8e19, so a row whose
+    norm overflows is recomputed in float64 after scaling by its largest magnitude: the result
+    is scale-invariant up to the float32 range of the rewards themselves."""
+    norm_B = torch.linalg.vector_norm(out_BT, dim=1).to(torch.float64)
+    over_B = ~torch.isfinite(norm_B)
+    if bool(over_B.any()):
+        rows_RT = out_BT[over_B].to(torch.float64)
+        top_R1 = rows_RT.abs().amax(dim=1, keepdim=True).clamp_min(torch.finfo(torch.float64).tiny)
+        norm_B[over_B] = torch.linalg.vector_norm(rows_RT / top_R1, dim=1) * top_R1[:, 0]
+    return norm_B
 
 
 def _subtract_on_mask_(out_BT: Tensor, weights_BT: Tensor, value_B1: Tensor) -> None:

@@ -1,7 +1,9 @@
 """Input validation shared by every estimator and loss.
 
 Bad input raises ``ValueError`` naming the problem; nothing is silently coerced into a wrong
-number. Values at masked positions are never inspected (they may hold padding garbage, even NaN).
+number. Values at masked positions never matter (they may hold padding garbage, even NaN or
+inf): they are selected away (``torch.where``), never multiplied by 0, so they reach neither a
+result nor a gradient.
 """
 
 from __future__ import annotations
@@ -179,3 +181,15 @@ def check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
     """Raise unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"option {name}={value!r} is not one of {', '.join(choices)}")
+
+
+def kept_values(values_BT: Tensor, mask_BT: Tensor, name: str) -> Tensor:
+    """``values_BT`` with masked positions replaced by 0 (selected, so their gradient is 0 and
+    NaN or inf there goes nowhere); raises naming ``name`` and the rows if a kept value is NaN
+    or inf. ``mask_BT`` is bool."""
+    kept = torch.where(
+        mask_BT, values_BT, torch.zeros((), dtype=values_BT.dtype, device=values_BT.device)
+    )
+    if not bool(torch.isfinite(kept.detach()).all()):
+        check_finite(values_BT.detach(), mask_BT, name)
+    return kept

@@ -11,7 +11,10 @@ With rho = exp(logp - old_logp) and PPO(rho, A) = min(rho A, clip(rho, 1 - eps_l
     gspo_token  l_t = -PPO(s_t, A_t), s_t = sg[s_i] * pi_t / sg[pi_t]   (GSPO-token: per-token A)
 
 plus ``beta`` * KL(pi || pi_ref) per token (estimator ``kl``) when ``ref_logp_BT`` is given, then
-aggregated over the batch (see :mod:`botgrpo.core.aggregation`). ``metrics`` holds floats:
+aggregated over the batch (see :mod:`botgrpo.core.aggregation`). Masked positions are replaced
+by 0 before anything is computed (selected, not multiplied), so NaN, inf or huge values there
+change neither the loss nor any gradient; a NaN or inf at a kept position raises, naming the
+tensor and its rows. ``metrics`` holds floats:
 clip_frac_low / clip_frac_high (tokens whose clipped branch is active on each side), ratio mean,
 min and max, approx_kl (k3 between old and current policy) and kl (to the reference, if any).
 """
@@ -26,7 +29,7 @@ import torch
 from torch import Tensor
 
 from botgrpo.core.aggregation import aggregate_loss
-from botgrpo.core.checks import check_mask, check_nonnegative
+from botgrpo.core.checks import check_mask, check_nonnegative, kept_values
 from botgrpo.core.kl import kl_penalty
 from botgrpo.core.registry import Registry
 
@@ -87,10 +90,24 @@ def register_policy_loss(
             mask = _check_loss_inputs(logp_BT, old_logp_BT, adv_BT, mask_BT)
             for opt, value in (("eps_low", eps_low), ("eps_high", eps_high), ("beta", beta)):
                 check_nonnegative(opt, value)
+            if ref_logp_BT is not None and ref_logp_BT.shape != logp_BT.shape:
+                raise ValueError(
+                    f"ref_logp_BT has shape {tuple(ref_logp_BT.shape)}, expected "
+                    f"{tuple(logp_BT.shape)}"
+                )
+            logp_BT, old_logp_BT, adv_BT = (
+                kept_values(t, mask, name)
+                for t, name in (
+                    (logp_BT, "logp_BT"),
+                    (old_logp_BT, "old_logp_BT"),
+                    (adv_BT, "adv_BT"),
+                )
+            )
             terms = surrogate(logp_BT, old_logp_BT, adv_BT, mask, eps_low, eps_high)
             loss_BT = terms.loss_BT
             kl_BT = None
             if ref_logp_BT is not None:
+                ref_logp_BT = kept_values(ref_logp_BT, mask, "ref_logp_BT")
                 kl_BT = kl_penalty(logp_BT, ref_logp_BT, kl)
                 loss_BT = loss_BT + beta * kl_BT
             elif beta > 0:
@@ -121,7 +138,8 @@ def _check_loss_inputs(logp: Tensor, old: Tensor, adv: Tensor, mask: Tensor) -> 
 
 
 def _masked_mean(x: Tensor, mask: Tensor) -> float:
-    return float((x * mask).sum() / mask.sum().clamp_min(1))
+    kept = torch.where(mask != 0, x, torch.zeros((), dtype=x.dtype, device=x.device))
+    return float(kept.sum() / mask.sum().clamp_min(1))
 
 
 @torch.no_grad()

@@ -52,7 +52,7 @@ QWEN25_05B = {
 }
 """Qwen2.5-0.5B's architecture (its published config.json), without its weights."""
 COMMON = {
-    "gradient_checkpointing": False,
+    "activation_checkpointing": False,
     "num_generations": 8,
     "learning_rate": 1e-3,
     "logging_steps": 1,

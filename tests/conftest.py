@@ -56,7 +56,7 @@ def cpu_config(tmp_path: Path) -> Callable[..., object]:
             "output_dir": str(tmp_path / "out"),
             "use_cpu": True,
             "bf16": False,
-            "gradient_checkpointing": False,
+            "activation_checkpointing": False,
             "per_device_train_batch_size": 8,
             "num_generations": 4,
             "max_completion_length": 8,

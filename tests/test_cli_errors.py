@@ -15,7 +15,7 @@ import pytest
 from botgrpo.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
-CPU_RECIPE = ROOT / "recipes" / "arithmetic_tiny_cpu.yaml"
+CPU_RECIPE = ROOT / "recipes" / "arithmetic_smoke_cpu.yaml"
 
 
 def run_cli(argv: list[str], capsys) -> tuple[int, str]:

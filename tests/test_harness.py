@@ -107,7 +107,7 @@ def test_compare_starts_from_a_given_checkpoint_without_a_warm_start(tmp_path):
     # resuming under the same name with a setting that changes the runs is refused
     with pytest.raises(ValueError, match=r"different settings.*max_completion_length"):
         compare(dataclasses.replace(cfg, max_completion_length=9))
-    with pytest.raises(ValueError, match="neither a local model folder"):
+    with pytest.raises(ValueError, match="is not a model folder"):
         compare(dataclasses.replace(cfg, init_model=str(tmp_path / "typo")))
 
 
@@ -209,7 +209,7 @@ def test_config_rejects_bad_options():
         CompareConfig(methods=("grpo", "ppo"))
     with pytest.raises(ValueError, match="num_generations must be >= 2"):
         CompareConfig(num_generations=1)
-    with pytest.raises(ValueError, match="learning rates must be > 0"):
+    with pytest.raises(ValueError, match="must be a finite number > 0"):
         CompareConfig(lr_sweep=(1e-3, 0.0))
     with pytest.raises(ValueError, match="warm_start_schedule_steps must be 0 or >="):
         CompareConfig(warm_start_steps=400, warm_start_schedule_steps=300)

@@ -133,7 +133,7 @@ def test_program_sees_only_a_minimal_environment_and_its_own_workdir():
 def test_invalid_options_are_refused_with_names():
     with pytest.raises(TypeError, match="valid options"):
         run_python("pass", timeout=3)
-    with pytest.raises(ValueError, match="timeout_s must be > 0"):
+    with pytest.raises(ValueError, match="timeout_s must be a finite number of seconds > 0"):
         run_python("pass", timeout_s=0)
     with pytest.raises(ValueError, match="isolation"):
         SandboxConfig(isolation="docker")  # type: ignore[arg-type]

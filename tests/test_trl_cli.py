@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("torch_single_thread")
 
 ROOT = Path(__file__).resolve().parents[1]
 RECIPES = ROOT / "recipes"
-CPU_RECIPE = RECIPES / "arithmetic_tiny_cpu.yaml"
+CPU_RECIPE = RECIPES / "arithmetic_smoke_cpu.yaml"
 
 
 def _parse(argv):
@@ -56,6 +56,43 @@ def test_cli_trains_the_cpu_recipe_for_two_steps(tmp_path):
     acc = EventAccumulator(str(events[0].parent))
     acc.Reload()
     assert [e.step for e in acc.Scalars("train/bot/advantage/abs_mean")] == [1, 2]
+
+
+@pytest.mark.slow
+def test_the_learning_recipe_starts_from_the_shipped_warm_start_and_logs_the_solve_rate(tmp_path):
+    out = tmp_path / "run"
+    cmd = [str(Path(sys.executable).parent / "botgrpo"), "train"]
+    cmd += ["--config", str(RECIPES / "chain_tiny_cpu.yaml"), "--output_dir", str(out)]
+    cmd += ["--max_steps", "2", "--logging_steps", "1", "--per_device_train_batch_size", "16"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "task/solved" in done.stdout + done.stderr
+    assert (out / "model.safetensors").exists()
+
+
+@pytest.mark.slow
+def test_the_readme_trl_snippet_runs_as_written_on_a_cpu(tmp_path):
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("## Training with TRL") :]
+    start = section.index("```python\n") + len("```python\n")
+    code = section[start : section.index("\n```", start)]
+    for full, short in (("max_steps=20", "max_steps=1"), ("batch_size=64", "batch_size=16")):
+        assert full in code
+        code = code.replace(full, short)  # one step of the same run
+    script = tmp_path / "snippet.py"
+    script.write_text(code)
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "runs" / "bot").is_dir()
 
 
 def test_every_field_is_settable_from_yaml_and_from_flags(tmp_path):

@@ -38,7 +38,7 @@ COMMON = {
     "use_cpu": True,
     "ddp_backend": "gloo" if WORLD_SIZE > 1 else None,
     "bf16": False,
-    "gradient_checkpointing": False,
+    "activation_checkpointing": False,
     "num_generations": NUM_GENERATIONS,
     "max_completion_length": 8,
     "max_steps": 2,

@@ -1,6 +1,6 @@
 """The ``botgrpo`` command line.
 
-    botgrpo train --config recipes/arithmetic_tiny_cpu.yaml [--any_config_field VALUE ...]
+    botgrpo train --config recipes/arithmetic_smoke_cpu.yaml [--any_config_field VALUE ...]
     botgrpo compare --task chain --methods grpo bot --seeds 5 [--steps N ...]
     botgrpo demo [--steps N ...]
     botgrpo warm-start [--task chain] [--retrain] [--package NAME]

@@ -9,12 +9,17 @@ see the traceback of a usage error too.
 
 from __future__ import annotations
 
+import argparse
+import math
 import os
 import random
+import re
+import shutil
 import sys
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 
 class UsageError(Exception):
@@ -82,3 +87,117 @@ def check_yaml_mapping(path: str, what: str = "config file") -> dict:
             f"{what} {path} must hold a YAML mapping of option: value, got a {type(data).__name__}"
         )
     return data
+
+
+#: The spellings a boolean option accepts (case-insensitive).
+TRUE_WORDS = ("true", "yes", "1", "on")
+FALSE_WORDS = ("false", "no", "0", "off")
+
+
+def parse_bool(text: str) -> bool:
+    """``text`` as a boolean: true/yes/1/on or false/no/0/off (any case); anything else is an
+    error (``argparse`` reports it as an invalid value), never a silent False."""
+    word = str(text).strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is not a boolean; write one of {', '.join(TRUE_WORDS + FALSE_WORDS)}"
+    )
+
+
+parse_bool.__name__ = "bool"  # argparse names the type in its message: "invalid bool value"
+
+
+def one_line_parser_errors(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """Make ``parser`` raise :class:`UsageError` for a bad flag instead of printing its whole
+    usage (hundreds of lines for ``botgrpo train``) before the one line that matters."""
+    prog = parser.prog
+
+    def error(message: str) -> NoReturn:
+        raise UsageError(f"{message} (`{prog} --help` lists the options)")
+
+    parser.error = error  # type: ignore[method-assign]
+    return parser
+
+
+def check_finite_number(name: str, value: object, *, low: float, low_inclusive: bool) -> None:
+    """ValueError unless ``value`` is a finite real number above ``low`` (or equal to it when
+    ``low_inclusive``)."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    ok = ok and math.isfinite(value) and (value >= low if low_inclusive else value > low)
+    if not ok:
+        relation = ">=" if low_inclusive else ">"
+        raise ValueError(f"{name} must be a finite number {relation} {low:g}, got {value!r}")
+
+
+def check_unique(name: str, values: Iterable[object]) -> None:
+    """ValueError naming the repeated entries of ``values``."""
+    seen: set = set()
+    repeated = [v for v in values if v in seen or seen.add(v)]
+    if repeated:
+        raise ValueError(
+            f"{name} lists {sorted(set(map(str, repeated)))} more than once; give each once"
+        )
+
+
+def check_folder_name(name: str, what: str) -> None:
+    """ValueError unless ``name`` is one plain folder name (not empty, no path separator, not
+    '.' or '..'): it names a folder a command creates inside another."""
+    if not name or name in (".", "..") or "/" in name or "\\" in name or name != name.strip():
+        raise ValueError(
+            f"{what} {name!r} must be a plain folder name (no '/', not empty, '.' or '..'), "
+            "e.g. my-run"
+        )
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+
+
+def check_package_name(name: str, what: str = "--package") -> None:
+    """ValueError unless ``name`` is a plain name: letters, digits, '_', '-' and '.', not
+    starting with '.' or '-' (so it can only name a folder directly inside another)."""
+    if not _IDENTIFIER.fullmatch(name or "") or name in (".", ".."):
+        raise ValueError(
+            f"{what} {name!r} must be a plain name of letters, digits, '_', '-' or '.' (e.g. chain)"
+        )
+
+
+def remove_owned_folder(path: Path, parent: Path, marker: str) -> None:
+    """Delete ``path`` only when, resolved, it lies directly inside ``parent`` and holds
+    ``marker`` (the file that says this command wrote it); a missing ``path`` is fine. Raises
+    ValueError otherwise, deleting nothing."""
+    resolved, home = path.resolve(), parent.resolve()
+    if resolved.parent != home or path.is_symlink():
+        raise ValueError(f"refusing to delete {path}: it is not a folder directly inside {parent}")
+    if not resolved.exists():
+        return
+    if not (resolved / marker).is_file():
+        raise ValueError(
+            f"refusing to delete {path}: it holds no {marker}, so it was not written by botgrpo; "
+            "move it away or pick another name"
+        )
+    shutil.rmtree(resolved)
+
+
+def check_writable_folder(path: str | Path, what: str) -> None:
+    """ValueError unless ``path`` is a folder that can be written, or can be created: its
+    nearest existing ancestor must be a folder in which a folder can be made (tried, then
+    removed, so it holds for root and read-only file systems alike). Creates nothing."""
+    target = Path(path).expanduser()
+    if target.exists() and not target.is_dir():
+        raise ValueError(f"{what} {path} is a file, not a folder; pass a folder path")
+    probe = target
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        raise ValueError(f"{what} {path}: {probe} is a file, not a folder; pass a folder path")
+    try:
+        made = tempfile.mkdtemp(prefix=".botgrpo-write-check-", dir=probe)
+    except OSError as err:
+        raise ValueError(
+            f"{what} {path}: cannot write in {probe} ({err.strerror or err}); pass a writable "
+            "folder"
+        ) from err
+    os.rmdir(made)

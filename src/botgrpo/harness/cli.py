@@ -7,10 +7,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from botgrpo.harness.config import CompareConfig, add_dataclass_arguments, config_from_args
-from botgrpo.usage import UsageError, check_task_spec
+from botgrpo.usage import (
+    UsageError,
+    check_package_name,
+    check_task_spec,
+    check_writable_folder,
+    one_line_parser_errors,
+    remove_owned_folder,
+)
 
 #: The demo: the default task from its shipped warm start, grpo vs bot, evaluated often enough
-#: to see the first 20-30 steps where the learning happens, in about ten minutes on two cores.
+#: to see the first 20-30 steps where the learning happens, in about six minutes on two cores.
 DEMO_DEFAULTS = {
     "name": "demo",
     "methods": ("grpo", "bot"),
@@ -26,20 +33,37 @@ DEMO_DEFAULTS = {
 def _parse(
     argv: Sequence[str], prog: str, description: str, defaults: dict | None
 ) -> CompareConfig:
-    parser = argparse.ArgumentParser(prog=prog, description=description)
+    """The comparison's config from flags, with every input checked (the task, its problems,
+    the output folder, init_model) before anything is created; :class:`UsageError` otherwise."""
+    from botgrpo.harness.compare import check_inputs
+
+    parser = one_line_parser_errors(argparse.ArgumentParser(prog=prog, description=description))
     add_dataclass_arguments(parser, CompareConfig, defaults)
     try:
         cfg = config_from_args(CompareConfig, parser.parse_args(list(argv)))
     except ValueError as err:
         raise UsageError(str(err)) from err
     check_task_spec(cfg.task)  # before the warm start: a bad task fails in a second
+    try:
+        check_inputs(cfg)
+    except ValueError as err:
+        raise UsageError(f"{err}") from err
     return cfg
+
+
+def _run_comparison(cfg: CompareConfig) -> Path:
+    """``compare(cfg)``, with a finished run of other settings reported as a usage error."""
+    from botgrpo.harness.compare import compare
+    from botgrpo.harness.runner import SettingsChanged
+
+    try:
+        return compare(cfg)
+    except SettingsChanged as err:
+        raise UsageError(str(err)) from err
 
 
 def compare_main(argv: Sequence[str]) -> int:
     """``botgrpo compare [--flags]``: run a comparison, print the summary."""
-    from botgrpo.harness.compare import compare
-
     cfg = _parse(
         argv,
         "botgrpo compare",
@@ -47,21 +71,19 @@ def compare_main(argv: Sequence[str]) -> int:
         "curves.png and summary.md under OUT_DIR/NAME.",
         None,
     )
-    summary = compare(cfg)
+    summary = _run_comparison(cfg)
     print(f"summary: {summary}\nplot:    {summary.parent / 'curves.png'}")
     return 0
 
 
 def demo_main(argv: Sequence[str]) -> int:
     """``botgrpo demo``: `compare` with grpo and bot on the default task at a small budget."""
-    from botgrpo.harness.compare import compare
-
     cfg = _parse(
         argv,
         "botgrpo demo",
         "GRPO vs BoT-GRPO on the built-in chain-arithmetic task with a tiny offline "
         "model: the shipped warm start (which imitates a teacher that forgets carries), RL, "
-        "held-out evaluation, plot and summary, about ten minutes on two CPU cores. Any "
+        "held-out evaluation, plot and summary, about six minutes on two CPU cores. Any "
         "compare option can be changed.",
         DEMO_DEFAULTS,
     )
@@ -70,7 +92,7 @@ def demo_main(argv: Sequence[str]) -> int:
         f"seed{'s' * (cfg.seeds != 1)} x {cfg.steps} steps (shows learning; which method is "
         "faster needs 3+ seeds: `botgrpo compare --seeds 5`, results in docs/results/)"
     )
-    summary = compare(cfg)
+    summary = _run_comparison(cfg)
     print(f"summary: {summary}\nplot:    {summary.parent / 'curves.png'}")
     return 0
 
@@ -130,10 +152,20 @@ def warm_start_main(argv: Sequence[str]) -> int:
     keep += ("eval_problems", "pass_samples", "pass_problems", "max_completion_length")
     add_dataclass_arguments(parser, CompareConfig, None, only=keep)
     parser.add_argument("--retrain", action="store_true", help="train even if shipped or cached")
-    parser.add_argument("--package", metavar="NAME", help="copy it to the package's warm starts")
+    parser.add_argument(
+        "--package",
+        metavar="NAME",
+        help="copy it to the package's warm starts as checkpoints/NAME (a plain name; an "
+        "existing NAME is replaced only if it is a warm start botgrpo wrote)",
+    )
+    one_line_parser_errors(parser)
     ns = parser.parse_args(list(argv))
     try:
         cfg = CompareConfig(**{k: getattr(ns, k) for k in keep}, metric="greedy_solved")
+        if ns.package is not None:
+            check_package_name(ns.package)
+            _check_package_target(PACKAGED_DIR / ns.package)
+        check_writable_folder(cfg.out_dir, "out_dir")
     except ValueError as err:
         raise UsageError(str(err)) from err
     task = check_task_spec(cfg.task)
@@ -155,12 +187,21 @@ def warm_start_main(argv: Sequence[str]) -> int:
     meta_path.write_text(json.dumps(meta, indent=2))
     print(f"warm start: {path}")
     print("held-out metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in meta["metrics"].items()))
-    if ns.package:
+    if ns.package is not None:
         target = PACKAGED_DIR / ns.package
-        shutil.rmtree(target, ignore_errors=True)
+        remove_owned_folder(target, PACKAGED_DIR, "warm_start.json")
         shutil.copytree(path, target)
         print(f"packaged: {target}")
     return 0
+
+
+def _check_package_target(target: Path) -> None:
+    """ValueError unless ``target`` is free or a warm start botgrpo wrote (it is replaced)."""
+    if target.is_symlink() or (target.exists() and not (target / "warm_start.json").is_file()):
+        raise ValueError(
+            f"--package: {target} exists and is not a warm start (no warm_start.json); pick "
+            "another name"
+        )
 
 
 def summarize_main(argv: Sequence[str]) -> int:
@@ -178,11 +219,18 @@ def summarize_main(argv: Sequence[str]) -> int:
     parser.add_argument("--out", type=Path, help="output folder (default: the one DIR given)")
     parser.add_argument("--methods", nargs="+", default=(), help="METHOD or METHOD@LR each")
     parser.add_argument("--metric", help="lead metric (default: the comparison's)")
-    parser.add_argument("--thresholds", nargs="+", type=float, default=(), help="given levels")
+    parser.add_argument(
+        "--thresholds", nargs="+", type=float, default=(), help="given levels, each in (0, 1)"
+    )
+    one_line_parser_errors(parser)
     ns = parser.parse_args(list(argv))
     if ns.out is None and len(ns.dirs) > 1:
         raise UsageError("several folders are merged into a new one: pass --out")
     try:
+        check_writable_folder(ns.out or ns.dirs[0], "--out")
+        bad = [t for t in ns.thresholds if not 0 < t < 1]
+        if bad:
+            raise ValueError(f"--thresholds must lie strictly between 0 and 1, got {bad}")
         summary = resummarize(
             ns.dirs,
             ns.out or ns.dirs[0],

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import random
 import time
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from pathlib import Path
@@ -23,39 +24,55 @@ from tqdm.auto import tqdm
 
 from botgrpo.harness.config import CompareConfig
 from botgrpo.harness.evaluate import held_out_prompts
-from botgrpo.harness.runner import RunSpec, execute_run, is_done, run_label
-from botgrpo.harness.warmstart import WarmStartConfig, warm_start
+from botgrpo.harness.progress import QuietProgress
+from botgrpo.harness.runner import RunSpec, execute_run, is_done, read_progress, run_label
+from botgrpo.harness.warmstart import WarmStartConfig, warm_start, warm_start_path
 
 
-def _progress_of(spec: RunSpec) -> int:
-    path = Path(spec.run_dir) / "progress.json"
+def _progress_of(spec: RunSpec) -> tuple[int, str]:
+    """(steps done, phase) of a run: its progress.json, or all steps once done.json exists."""
     if (Path(spec.run_dir) / "done.json").exists():  # settings were checked before the runs
-        return spec.config.steps
-    try:
-        return int(json.loads(path.read_text())["step"])
-    except (OSError, ValueError, KeyError):
-        return 0
+        return spec.config.steps, "done"
+    return read_progress(Path(spec.run_dir))
+
+
+def _phases(todo: list[RunSpec], progress: dict[str, tuple[int, str]]) -> str:
+    """What the running runs are doing, e.g. ``bot-lr0.0004-s0 evaluating step 0``."""
+    running = [
+        f"{s.label} {phase}" + (f" step {step}" if phase == "evaluating" else "")
+        for s in todo
+        for step, phase in [progress[s.label]]
+        if phase and phase != "done"
+    ]
+    return ", ".join(running) or "starting"
 
 
 def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> None:
-    """Run every unfinished spec, ``workers`` at a time, with one progress bar over all steps."""
+    """Run every unfinished spec, ``workers`` at a time, with one progress bar over all steps
+    (labelled with what each running run is doing, and an ETA), or with a progress line every
+    minute and at each finished run when ``progress`` is False."""
     todo = [s for s in specs if not is_done(s)]
     if not todo:
         return
     total = sum(s.config.steps for s in todo)
     bar = tqdm(total=total, desc=desc, unit="step", disable=not progress)
+    quiet = QuietProgress(desc, total, enabled=not progress)
+    quiet.note(f"{len(todo)} runs to go, {workers} at a time")
     os.environ["OMP_NUM_THREADS"] = "1"
     ctx = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
         pending = {pool.submit(execute_run, s): s for s in todo}
         while pending:
             done, _ = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)
+            states = {s.label: _progress_of(s) for s in todo}
+            bar.n = quiet.done = sum(step for step, _ in states.values())
             for fut in done:
                 spec = pending.pop(fut)
                 fut.result()  # re-raise a failed run's error here
-                bar.set_postfix_str(f"finished {spec.label}")
-            bar.n = sum(_progress_of(s) for s in todo)
+                quiet.note(f"finished {spec.label}")
+            bar.set_postfix_str(_phases(todo, states), refresh=False)
             bar.refresh()
+            quiet.update(quiet.done, _phases(todo, states))
     bar.close()
 
 
@@ -126,15 +143,61 @@ def _checked_init_model(name: str) -> str:
     from transformers import AutoConfig
 
     local = Path(name).expanduser()
+    looks_local = name.startswith(("/", "./", "../", "~")) or local.exists()
+    if looks_local and not (local / "config.json").is_file():
+        raise ValueError(
+            f"init_model {name!r} is not a model folder (no config.json there); pass a folder "
+            "saved with save_pretrained or a hub name"
+        )
     resolved = str(local.resolve()) if local.exists() else name
     try:
         AutoConfig.from_pretrained(resolved)
     except (OSError, ValueError) as err:
+        reason = " ".join(str(err).split()).split(". ")[0]
         raise ValueError(
-            f"--init-model {name!r} is neither a local model folder nor a loadable hub model "
-            f"({err}); pass a folder saved with save_pretrained or a hub name"
+            f"init_model {name!r} cannot be loaded ({reason}); pass a folder saved with "
+            "save_pretrained or a hub name available offline"
         ) from err
     return resolved
+
+
+def check_inputs(cfg: CompareConfig):
+    """Everything a comparison needs that its config alone cannot say, checked before any
+    folder, warm start or run is made: the task loads and has enough distinct problems for both
+    held-out streams and training, the output folder can be written, ``init_model`` loads.
+    Returns the task; raises ValueError naming the problem and the fix."""
+    from botgrpo.harness.evaluate import HELD_OUT_STREAMS, held_out_examples
+    from botgrpo.harness.warmstart import sample_outside
+    from botgrpo.tasks import load_task
+    from botgrpo.tasks.data import sample_examples
+    from botgrpo.usage import check_writable_folder
+
+    check_writable_folder(cfg.out_dir, "out_dir")
+    task = load_task(cfg.task)
+    for stream in HELD_OUT_STREAMS:
+        held_out_examples(task, cfg.eval_problems, stream)
+    held = held_out_prompts(task, cfg.eval_problems)
+    sample_outside(task, random.Random(0), held)  # training and the warm start draw outside
+    sample_examples(task, cfg.steps * cfg.prompts_per_step, "train-0", exclude=held)
+    if cfg.init_model:
+        _checked_init_model(cfg.init_model)
+    return task
+
+
+def check_resumable(cfg: CompareConfig, root: Path, model_path: str | Path) -> None:
+    """Raise :class:`~botgrpo.harness.runner.SettingsChanged` now, before anything trains, when
+    a finished run in ``root`` (of the sweep or of the seeds, at any candidate rate) was made
+    with other settings."""
+    rates = {m: {lr} for m, lr in cfg.learning_rates().items()}
+    for m in rates:
+        rates[m].update(cfg.lr_sweep)
+    folders = [("runs", range(cfg.seeds), "test"), ("sweep", range(cfg.sweep_seeds), "validation")]
+    for folder, seeds, stream in folders:
+        for m, lrs in rates.items():
+            for lr in lrs:
+                for seed in seeds:
+                    run_dir = str(root / folder / run_label(m, seed, lr))
+                    is_done(RunSpec(m, seed, lr, str(model_path), run_dir, cfg, stream=stream))
 
 
 def warm_start_config(cfg: CompareConfig) -> WarmStartConfig:
@@ -144,6 +207,12 @@ def warm_start_config(cfg: CompareConfig) -> WarmStartConfig:
         lr=cfg.warm_start_lr,
         schedule_steps=cfg.warm_start_schedule_steps,
     )
+
+
+def planned_checkpoint(cfg: CompareConfig, task) -> Path:
+    """Where the warm start of ``cfg`` is (or will be) cached; nothing is trained."""
+    held = held_out_prompts(task, cfg.eval_problems)
+    return warm_start_path(task, warm_start_config(cfg), Path(cfg.out_dir) / ".cache", held)
 
 
 def starting_checkpoint(cfg: CompareConfig, task, *, use_packaged: bool = True) -> Path:
@@ -165,16 +234,19 @@ def compare(cfg: CompareConfig) -> Path:
     from botgrpo.harness.plots import plot_curves, plot_lr_sweep
     from botgrpo.harness.results import collect, load_records
     from botgrpo.harness.summary import write_summary
-    from botgrpo.tasks import load_task
 
+    task = check_inputs(cfg)
     root = Path(cfg.out_dir) / cfg.name
+    start = time.perf_counter()
+    model_path: str | Path
+    if cfg.init_model:
+        model_path = _checked_init_model(cfg.init_model)
+    else:
+        model_path = planned_checkpoint(cfg, task)
+    check_resumable(cfg, root, model_path)
     root.mkdir(parents=True, exist_ok=True)
     (root / "config.json").write_text(json.dumps(cfg.__dict__, indent=2, default=list))
-    start = time.perf_counter()
-    task = load_task(cfg.task)
-    if cfg.init_model:
-        model_path: str | Path = _checked_init_model(cfg.init_model)
-    else:
+    if not cfg.init_model:
         model_path = starting_checkpoint(cfg, task)
     lrs = sweep_learning_rates(cfg, root, model_path) if cfg.lr_sweep else cfg.learning_rates()
     specs = _specs(cfg, root, model_path, lrs, range(cfg.seeds), "runs")

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from botgrpo.harness.results import EVAL_METRICS
 from botgrpo.trl.presets import PRESETS
+from botgrpo.usage import check_finite_number, check_folder_name, check_unique, parse_bool
 
 DEFAULT_METHODS = ("grpo", "dapo", "gspo", "pure", "bot", "bot_uniform")
 
@@ -99,7 +100,8 @@ class CompareConfig:
     workers: int = 2
     """Runs in parallel (one CPU thread each)."""
     progress: bool = True
-    """Show progress bars."""
+    """Show progress bars (labelled with what each run is doing, with an ETA); when off, a
+    progress line goes to stderr every minute and at each finished run"""
 
     def learning_rates(self) -> dict[str, float]:
         """method -> its learning rate (method_lrs, else learning_rate)."""
@@ -110,7 +112,7 @@ class CompareConfig:
                 lr = float(value) if sep else float("nan")
             except ValueError:
                 lr = float("nan")
-            if not lr > 0:
+            if not 0 < lr < float("inf"):
                 raise ValueError(f"method_lrs {item!r}: write METHOD=LR with LR > 0, e.g. bot=2e-4")
             if name not in out:
                 raise ValueError(
@@ -120,6 +122,25 @@ class CompareConfig:
         return out
 
     def __post_init__(self) -> None:
+        check_field_types(self)
+        check_folder_name(self.name, "name")
+        if not self.out_dir:
+            raise ValueError("out_dir must name a folder, e.g. runs")
+        if not self.methods:
+            raise ValueError(f"methods is empty; name one or more of {', '.join(PRESETS)}")
+        check_unique("methods", self.methods)
+        check_unique("lr_sweep", self.lr_sweep)
+        for name in ("temperature", "learning_rate", "w_g", "warm_start_lr"):
+            check_finite_number(name, getattr(self, name), low=0.0, low_inclusive=False)
+        check_finite_number("w_s", self.w_s, low=0.0, low_inclusive=True)
+        for lr in self.lr_sweep:
+            check_finite_number("every lr_sweep rate", lr, low=0.0, low_inclusive=False)
+        for level in self.thresholds:
+            if not (isinstance(level, int | float) and 0 < level < 1):
+                raise ValueError(
+                    f"thresholds must lie strictly between 0 and 1 (solve rates), got {level!r}"
+                )
+        check_unique("thresholds", self.thresholds)
         if self.metric not in EVAL_METRICS:
             raise ValueError(f"unknown metric {self.metric!r}; valid: {', '.join(EVAL_METRICS)}")
         if self.metric.startswith("sampled") and (self.pass_samples < 1 or self.pass_problems < 1):
@@ -146,8 +167,7 @@ class CompareConfig:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.num_generations < 2:
             raise ValueError("num_generations must be >= 2 (group statistics need two rollouts)")
-        if self.learning_rate <= 0 or any(lr <= 0 for lr in self.lr_sweep):
-            raise ValueError("learning rates must be > 0")
+        check_unique("method_lrs methods", [item.partition("=")[0] for item in self.method_lrs])
         self.learning_rates()  # checks method_lrs
         if self.warmup_steps >= self.steps:
             raise ValueError(
@@ -166,6 +186,31 @@ class CompareConfig:
                 "warm_start_schedule_steps must be 0 or >= warm_start_steps, got "
                 f"{self.warm_start_schedule_steps} < {self.warm_start_steps}"
             )
+
+
+def check_field_types(obj: object) -> None:
+    """ValueError naming the first field of dataclass ``obj`` whose value has the wrong type
+    (an int field takes an int, a float field a number, a bool field a bool, a tuple field a
+    tuple or list of its item type), e.g. a hand-edited config.json."""
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        value, hint = getattr(obj, f.name), hints[f.name]
+        if typing.get_origin(hint) is tuple:
+            inner = typing.get_args(hint)[0]
+            ok = isinstance(value, tuple | list) and all(_is_a(v, inner) for v in value)
+            shown = f"a list of {inner.__name__}"
+        else:
+            ok, shown = _is_a(value, hint), hint.__name__
+        if not ok:
+            raise ValueError(f"{f.name} must be {shown}, got {value!r}")
+
+
+def _is_a(value: object, hint: type) -> bool:
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, hint)
 
 
 def _field_docs(cls: type) -> dict[str, str]:
@@ -203,16 +248,11 @@ def add_dataclass_arguments(
         flag = "--" + f.name.replace("_", "-")
         help_ = f"{docs.get(f.name, '')} (default: {default})".replace("%", "%%")
         if hint is bool:
-            parser.add_argument(
-                flag,
-                type=lambda s: s.lower() in ("1", "true", "yes"),
-                default=default,
-                metavar="BOOL",
-                help=help_,
-            )
+            help_ = help_.replace(" (default:", " (true/false, yes/no, 1/0 or on/off; default:")
+            parser.add_argument(flag, type=parse_bool, default=default, metavar="BOOL", help=help_)
         elif typing.get_origin(hint) is tuple:
             inner = typing.get_args(hint)[0]
-            parser.add_argument(flag, type=inner, nargs="*", default=default, help=help_)
+            parser.add_argument(flag, type=inner, nargs="+", default=default, help=help_)
         else:
             parser.add_argument(flag, type=hint, default=default, help=help_)
 

@@ -35,10 +35,21 @@ def load_config(root: Path) -> CompareConfig:
     path = root / "config.json"
     if not path.is_file():
         raise ValueError(f"{root} holds no config.json: pass a `botgrpo compare` output folder")
-    raw = json.loads(path.read_text())
+    try:
+        raw = json.loads(path.read_text())
+    except ValueError as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); rerun `botgrpo compare`") from None
+    if not isinstance(raw, dict):
+        raise ValueError(
+            f"{path} must hold the comparison's options as a JSON object, got a "
+            f"{type(raw).__name__}; rerun `botgrpo compare` to rewrite it"
+        )
     names = {f.name for f in dataclasses.fields(CompareConfig)}
     values = {k: tuple(v) if isinstance(v, list) else v for k, v in raw.items() if k in names}
-    return CompareConfig(**values)
+    try:
+        return CompareConfig(**values)
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"{path}: {err}") from None
 
 
 def _run_records(root: Path) -> list[dict]:

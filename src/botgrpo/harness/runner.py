@@ -96,19 +96,29 @@ def run_settings(spec: RunSpec) -> dict:
     }
 
 
+class SettingsChanged(ValueError):
+    """A run folder holds a finished run made with other settings (resuming would mix
+    incomparable runs): a user's mistake, reported before anything trains."""
+
+
 def is_done(spec: RunSpec) -> bool:
-    """Whether ``spec``'s run finished; ValueError when its folder holds a finished run made
-    with different settings (resuming would mix incomparable runs)."""
+    """Whether ``spec``'s run finished; :class:`SettingsChanged` when its folder holds a finished
+    run made with different settings (resuming would mix incomparable runs)."""
     path = Path(spec.run_dir) / "done.json"
     if not path.exists():
         return False
-    stored = json.loads(path.read_text()).get("settings")
+    try:
+        stored = json.loads(path.read_text()).get("settings")
+    except (ValueError, AttributeError):
+        raise SettingsChanged(
+            f"{path} is not a done.json written by botgrpo; delete that run folder to rerun it"
+        ) from None
     if stored is None:  # written before settings were recorded: nothing to compare
         return True
     now = run_settings(spec)
     changed = sorted(k for k in now.keys() | stored.keys() if now.get(k) != stored.get(k))
     if changed:
-        raise ValueError(
+        raise SettingsChanged(
             f"{spec.run_dir} holds a finished run made with different settings "
             f"({', '.join(f'{k}: {stored.get(k)!r} -> {now.get(k)!r}' for k in changed)}); "
             "use a new --name, or delete that folder to rerun it"
@@ -178,6 +188,7 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
         def _evaluate(self, model, step: int) -> None:
             was_training = model.training
             start = time.perf_counter()
+            write_progress(out, step, "evaluating")
             result = evaluate(
                 model,
                 eval_tok,
@@ -193,6 +204,7 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
             record["weight_drift"] = self._drift(model)
             record["eval_seconds"] = time.perf_counter() - start
             write(record)
+            write_progress(out, step, "training" if step < cfg.steps else "finishing")
             model.train(was_training)
 
         def on_train_begin(self, args, state, control, model=None, **kwargs):
@@ -207,11 +219,28 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
                 write({"kind": "train", "step": state.global_step, **picked})
 
         def on_step_end(self, args, state, control, model=None, **kwargs):
-            (out / "progress.json").write_text(json.dumps({"step": state.global_step}))
+            write_progress(out, state.global_step, "training")
             if state.global_step % cfg.eval_every == 0 or state.global_step == cfg.steps:
                 self._evaluate(model, state.global_step)
 
     return Recorder()
+
+
+def write_progress(run_dir: Path, step: int, phase: str) -> None:
+    """``progress.json``: the run's last finished step and what it is doing now (evaluating,
+    training, finishing), which the comparison's progress bar shows."""
+    tmp = run_dir / "progress.json.tmp"
+    tmp.write_text(json.dumps({"step": step, "phase": phase}))
+    tmp.replace(run_dir / "progress.json")
+
+
+def read_progress(run_dir: Path) -> tuple[int, str]:
+    """(step, phase) from a run's ``progress.json``; (0, "") before it has one."""
+    try:
+        data = json.loads((run_dir / "progress.json").read_text())
+        return int(data["step"]), str(data.get("phase", ""))
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0, ""
 
 
 def _counting_solved(reward_fn, sink: list[float]):
@@ -266,7 +295,7 @@ def _trainer_config(spec: RunSpec, out: Path):
         disable_tqdm=True,
         dataloader_num_workers=0,
         # a tiny model on a CPU: recomputing activations in the backward pass only costs time
-        gradient_checkpointing=False,
+        activation_checkpointing=False,
     )
 
 
@@ -285,6 +314,8 @@ def execute_run(spec: RunSpec) -> str:
 
     cfg = spec.config
     out = Path(spec.run_dir)
+    if out.is_symlink() or out.resolve().parent != out.parent.resolve():
+        raise ValueError(f"run folder {out} is a link; botgrpo deletes only folders it made")
     shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
     out.mkdir(parents=True)
     task = load_task(cfg.task)

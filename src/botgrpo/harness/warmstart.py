@@ -18,6 +18,7 @@ import json
 import math
 import random
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -26,6 +27,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from botgrpo.harness.progress import QuietProgress
 from botgrpo.tasks.base import Task, task_fingerprint
 from botgrpo.tasks.teacher import demonstrate
 from botgrpo.tiny import TinyModelSpec, build_tiny_model
@@ -97,12 +99,16 @@ class WarmStartConfig:
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _sample_outside(task: Task, rng: random.Random, exclude: frozenset[str]):
+def sample_outside(task: Task, rng: random.Random, exclude: frozenset[str]):
+    """A problem of ``task`` whose prompt is not in ``exclude``; ValueError after 1000 tries."""
     for _ in range(1000):
         ex = task.sample(rng)
         if ex.prompt not in exclude:
             return ex
-    raise ValueError(f"task {task.name!r} keeps drawing held-out problems; it is too small")
+    raise ValueError(
+        f"task {task.name!r} keeps drawing held-out problems: too few distinct problems are "
+        "left for training; lower --eval-problems or add problems"
+    )
 
 
 def _batch(
@@ -111,7 +117,7 @@ def _batch(
     """Right-padded prompt + demonstration + EOS; labels only on the completion."""
     rows, labels = [], []
     for _ in range(size):
-        ex = _sample_outside(task, rng, exclude)
+        ex = sample_outside(task, rng, exclude)
         p_ids = tokenizer(ex.prompt, add_special_tokens=False).input_ids
         c_ids = tokenizer(demonstrate(task, ex, rng), add_special_tokens=False).input_ids
         c_ids = [*c_ids, tokenizer.eos_token_id]
@@ -149,9 +155,11 @@ def train_warm_start(
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     rng = random.Random(f"warm-start-{config.seed}")
     model.train()
-    bar = tqdm(range(config.steps), desc="warm start", disable=not progress, leave=False)
+    bar = tqdm(range(config.steps), desc="warm start (training)", disable=not progress)
     recent: list[float] = []
+    ticker = QuietProgress("warm start", config.steps, enabled=not progress)
     for step in bar:
+        ticker.update(step)
         for group in opt.param_groups:
             group["lr"] = _lr_at(step, config.schedule_steps or config.steps, config.lr)
         loss = model(**_batch(task, tokenizer, rng, config.batch_size, exclude)).loss
@@ -163,6 +171,22 @@ def train_warm_start(
         bar.set_postfix(loss=f"{recent[-1]:.3f}")
     model.save_pretrained(out_dir)
     return sum(recent) / len(recent) if recent else float("nan")
+
+
+def shipped_warm_start(name: str) -> Path:
+    """The folder of the warm start shipped with the package for task ``name`` (``chain``: the
+    demo's starting checkpoint, a tiny model that imitates a teacher who forgets carries);
+    ValueError naming the shipped ones. Load it with ``from_pretrained`` as any model folder."""
+    from botgrpo.usage import check_package_name
+
+    check_package_name(name, "warm start name")
+    shipped = sorted(p.parent.name for p in PACKAGED_DIR.glob("*/warm_start.json"))
+    if name not in shipped:
+        raise ValueError(
+            f"no warm start {name!r} ships with botgrpo; shipped: "
+            f"{', '.join(f'warm:{n}' for n in shipped) or 'none'}"
+        )
+    return PACKAGED_DIR / name
 
 
 def packaged_warm_start(key: str) -> Path | None:
@@ -178,6 +202,46 @@ def packaged_warm_start(key: str) -> Path | None:
     return None
 
 
+def warm_start_path(
+    task: Task, config: WarmStartConfig, cache_dir: str | Path, exclude: frozenset[str]
+) -> Path:
+    """Where :func:`warm_start` keeps the checkpoint of (task, config, exclude): nothing is
+    trained or read, so a command can check its runs against it first."""
+    return Path(cache_dir) / f"warm-{config.cache_key(task, exclude)}"
+
+
+def why_training(task: Task, config: WarmStartConfig, use_packaged: bool) -> str:
+    """Why no shipped checkpoint serves (task, config), in words: what differs from the
+    closest shipped warm start (the task's settings, training options, the held-out set)."""
+    if not use_packaged:
+        return "--retrain was given"
+    metas = []
+    for meta_path in (
+        sorted(PACKAGED_DIR.glob("*/warm_start.json")) if PACKAGED_DIR.is_dir() else []
+    ):
+        try:
+            metas.append((meta_path.parent.name, json.loads(meta_path.read_text())))
+        except (OSError, ValueError):
+            continue
+    if not metas:
+        return "no warm start ships with this installation"
+    ours = asdict(config)
+    best = None
+    for name, meta in metas:
+        diff = [k for k in ours if meta.get("config", {}).get(k, ours[k]) != ours[k]]
+        if meta.get("task") != repr(task):
+            diff.insert(0, f"task {task!r} (shipped: {meta.get('task')})")
+        if best is None or len(diff) < len(best[1]):
+            best = (name, diff)
+    name, diff = best  # type: ignore[misc]
+    if not diff:
+        return (
+            f"the held-out problems differ from those the shipped warm start {name!r} excluded "
+            "(--eval-problems above 500 reserves more)"
+        )
+    return f"it differs from the shipped warm start {name!r} in: {'; '.join(diff)}"
+
+
 def warm_start(
     task: Task,
     config: WarmStartConfig,
@@ -191,10 +255,11 @@ def warm_start(
 
     ``exclude``: prompts the warm start must not train on (the held-out problems).
     ``use_packaged``: take a checkpoint shipped with the package when one was trained with
-    exactly this key (``botgrpo warm-start`` rebuilds it); False always trains.
+    exactly this key (``botgrpo warm-start`` rebuilds it); False always trains. Before training
+    one, a line on stderr says why (what differs from the shipped one) and how long it takes.
     """
     key = config.cache_key(task, exclude)
-    final = Path(cache_dir) / f"warm-{key}"
+    final = warm_start_path(task, config, cache_dir, exclude)
     if (final / "config.json").exists() and (final / "warm_start.json").exists():
         return final
     tmp = final.with_name(final.name + ".tmp")
@@ -203,6 +268,13 @@ def warm_start(
     if shipped is not None:
         shutil.copytree(shipped, tmp)
     else:
+        print(
+            f"warm start: training one for task {task.name!r} ({config.steps} steps; the chain "
+            f"task's takes about 45 min on 2 cores; cached in {final} for later runs), because "
+            f"{why_training(task, config, use_packaged)}",
+            file=sys.stderr,
+            flush=True,
+        )
         start = time.perf_counter()
         loss = train_warm_start(task, config, tmp, progress, exclude)
         meta = {

@@ -78,12 +78,50 @@ def resolve_entry(entry: str) -> tuple[Any, bool]:
     return getattr(importlib.import_module(module_name), attr), is_factory
 
 
+class NotARewardFunction(ValueError):
+    """A reward entry names something TRL cannot call as a reward function."""
+
+
+#: The keyword arguments TRL passes every reward function (plus the dataset's columns).
+REWARD_ARGUMENTS = ("prompts", "completions", "completion_ids")
+
+
+def check_reward_callable(fn: Any, entry: str) -> None:
+    """:class:`NotARewardFunction` unless ``fn`` can be called the way TRL calls a reward
+    function, ``fn(prompts=..., completions=..., completion_ids=..., **columns)``; a reward
+    model (``torch.nn.Module``) and a callable without a signature are accepted as they are."""
+    import torch
+
+    if isinstance(fn, torch.nn.Module):
+        return
+    if not callable(fn):
+        raise NotARewardFunction(
+            f"reward function {entry!r} is a {type(fn).__name__}, not a function; name a "
+            "function f(prompts, completions, **kwargs)"
+        )
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):  # some builtins have none: let TRL call it
+        return
+    try:
+        signature.bind_partial(**{key: [] for key in REWARD_ARGUMENTS})
+    except TypeError as err:
+        raise NotARewardFunction(
+            f"reward function {entry!r} cannot take TRL's reward arguments "
+            f"({', '.join(REWARD_ARGUMENTS)} and the dataset's columns as keywords): {err}; "
+            "write it as f(prompts, completions, **kwargs) returning one reward per completion"
+        ) from None
+
+
 def _load_one(entry: str, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
     obj, is_factory = resolve_entry(entry)
     if not is_factory:
         if kwargs:
             raise ValueError(f"reward_func_kwargs given for {entry!r}, which is not a factory '()'")
+        check_reward_callable(obj, entry)
         return obj
     if "tokenizer" in inspect.signature(obj).parameters:
         kwargs = {"tokenizer": tokenizer, **kwargs}
-    return obj(**kwargs)
+    fn = obj(**kwargs)
+    check_reward_callable(fn, f"{entry} (the function its factory returned)")
+    return fn

@@ -25,9 +25,11 @@ _TEACHER_OPTIONS = ("slip", "slip_rate")
 def _parse_value(name: str, key: str, text: str, hint: object) -> object:
     try:
         if hint is bool:
-            if text.lower() not in ("1", "0", "true", "false", "yes", "no"):
+            from botgrpo.usage import FALSE_WORDS, TRUE_WORDS
+
+            if text.lower() not in TRUE_WORDS + FALSE_WORDS:
                 raise ValueError(text)
-            return text.lower() in ("1", "true", "yes")
+            return text.lower() in TRUE_WORDS
         return hint(text) if hint in (int, float, str) else text  # type: ignore[operator]
     except ValueError:
         raise ValueError(

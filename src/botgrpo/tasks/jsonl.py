@@ -35,6 +35,15 @@ def read_jsonl_problems(path: str | Path) -> list[dict]:
             raise ValueError(f"{path}:{n}: not valid JSON ({err.msg})") from err
         if not isinstance(row, dict) or "prompt" not in row or "answer" not in row:
             raise ValueError(f"{path}:{n}: each line needs an object with 'prompt' and 'answer'")
+        if not isinstance(row["prompt"], str) or not row["prompt"].strip():
+            raise ValueError(
+                f"{path}:{n}: 'prompt' must be a non-empty string, got {row['prompt']!r}"
+            )
+        answer = row["answer"]
+        if isinstance(answer, bool) or not isinstance(answer, str | int | float) or answer == "":
+            raise ValueError(
+                f"{path}:{n}: 'answer' must be a non-empty string or a number, got {answer!r}"
+            )
         steps = row.get("steps")
         if steps is not None and not (
             isinstance(steps, list) and all(isinstance(s, str) for s in steps)

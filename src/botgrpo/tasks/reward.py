@@ -60,6 +60,8 @@ def make_task_reward(
 ) -> Callable[..., list[TokenReward]]:
     """A TRL reward function scoring completions with ``task`` (needs the dataset's ``prompt``,
     ``answer`` and ``meta`` columns, as built by :func:`botgrpo.tasks.data.task_dataset`).
+    Under TRL it also logs ``task/solved``, the share of the step's rollouts that solved their
+    problem (outcome >= 1): the number that rises when training works.
 
     >>> import random
     >>> from botgrpo.tasks.chain import ChainArithmetic
@@ -90,10 +92,14 @@ def make_task_reward(
         answers = dataset_column(columns, "answer", len(tokens), name)
         metas = dataset_column(columns, "meta", len(tokens), name)
         prompt_list = list(prompts) if prompts is not None else [""] * len(tokens)
-        out = []
+        out, solved = [], []
         for t, prompt, answer, meta in zip(tokens, prompt_list, answers, metas, strict=True):
-            example = Example.from_row(prompt, answer, meta)
-            out.append(score_to_token_reward(t, task.score(example, t.text), cfg))
+            score = task.score(Example.from_row(prompt, answer, meta), t.text)
+            solved.append(float(score.solved))
+            out.append(score_to_token_reward(t, score, cfg))
+        log_metric = columns.get("log_metric")
+        if callable(log_metric) and solved:  # TRL logs it beside the rewards: "task/solved"
+            log_metric("task/solved", sum(solved) / len(solved))
         return out
 
     reward.__name__ = reward.__qualname__ = name

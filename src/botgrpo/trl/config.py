@@ -19,6 +19,11 @@ from botgrpo.core import ADVANTAGE_ESTIMATORS, get_advantage_estimator
 from botgrpo.trl.presets import PRESET_KNOBS, get_preset, resolve_preset
 
 
+#: transformers 5 renamed gradient_checkpointing to activation_checkpointing; older releases
+#: (verl's environment) have only the old name.
+_HAS_ACTIVATION_CHECKPOINTING = "activation_checkpointing" in {f.name for f in fields(GRPOConfig)}
+
+
 @dataclass
 class BoTGRPOConfig(GRPOConfig):
     """Configuration of :class:`~botgrpo.trl.BoTGRPOTrainer` (a ``trl.GRPOConfig``).
@@ -137,7 +142,38 @@ class BoTGRPOConfig(GRPOConfig):
         },
     )
 
+    # ---- TRL defaults adjusted -----------------------------------------------------------------
+    bf16: bool | None = field(
+        default=None,
+        metadata={
+            "help": "bf16 mixed precision. None: on where the accelerator supports it (an Ampere+ "
+            "GPU, XPU, NPU), else off, so the same config runs on a CPU (TRL's own default, on "
+            "everywhere, fails there)."
+        },
+    )
+    gradient_checkpointing: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Deprecated alias of activation_checkpointing (transformers 5); set that "
+            "instead."
+        },
+    )
+    activation_checkpointing: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Recompute activations in the backward pass to save memory (~20%% slower). "
+            "None: on (TRL's default) unless the deprecated gradient_checkpointing is given. "
+            "Turn it off for small models."
+        },
+    )
+
     def __post_init__(self) -> None:
+        if self.activation_checkpointing is None and self.gradient_checkpointing is None:
+            self.activation_checkpointing = True  # TRL's default, without the deprecated name
+        if not _HAS_ACTIVATION_CHECKPOINTING and self.gradient_checkpointing is None:
+            self.gradient_checkpointing = bool(self.activation_checkpointing)
+        if self.bf16 is None and not self.fp16:
+            self.bf16 = not self.use_cpu and _bf16_accelerator()
         if isinstance(self.scale_rewards, bool):
             self.scale_rewards = "group" if self.scale_rewards else "none"
         if self.preset is not None and str(self.preset).lower() == "none":
@@ -175,6 +211,31 @@ class BoTGRPOConfig(GRPOConfig):
                 UserWarning,
                 stacklevel=3,
             )
+        for name in ("learning_rate", "temperature"):
+            _check_number(name, getattr(self, name), positive=True)
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_completion_length is not None and self.max_completion_length < 1:
+            raise ValueError(
+                f"max_completion_length must be >= 1 token, got {self.max_completion_length}"
+            )
+        if self.max_steps == 0 or self.max_steps < -1:
+            raise ValueError(
+                f"max_steps must be >= 1 (or -1 to train num_train_epochs), got {self.max_steps}"
+            )
+        if self.max_steps == -1 and not self.num_train_epochs > 0:
+            raise ValueError(
+                f"num_train_epochs must be > 0 when max_steps is -1, got {self.num_train_epochs}"
+            )
+        if self.per_device_train_batch_size < 1:
+            raise ValueError(
+                f"per_device_train_batch_size must be >= 1, got {self.per_device_train_batch_size}"
+            )
+        if self.num_generations is not None and self.num_generations < 2:
+            raise ValueError(
+                f"num_generations must be >= 2 (group statistics need two rollouts), got "
+                f"{self.num_generations}"
+            )
         if self.dynamic_sampling_max_rounds < 1:
             raise ValueError(
                 f"dynamic_sampling_max_rounds must be >= 1, got {self.dynamic_sampling_max_rounds}"
@@ -204,6 +265,13 @@ def _parse_mapping(name: str, text: str) -> dict[str, Any]:
     return value
 
 
+def _bf16_accelerator() -> bool:
+    """Whether an accelerator that runs bf16 is present (transformers' own test)."""
+    from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
+
+    return bool(is_torch_bf16_gpu_available() or is_torch_xla_available())
+
+
 def _check_number(name: str, value: float, *, positive: bool) -> None:
     ok = isinstance(value, int | float) and math.isfinite(value)
     ok = ok and (value > 0 if positive else value >= 0)
@@ -216,6 +284,7 @@ def _check_number(name: str, value: float, *, positive: bool) -> None:
 def _document_options(cls: type) -> None:
     own = {"preset", "advantage_estimator", "advantage_options", "advantage_eps", "w_g", "w_s"}
     own |= {"local_bound", "dynamic_sampling", "dynamic_sampling_max_rounds", *PRESET_KNOBS}
+    own |= {"bf16", "activation_checkpointing"}
     lines = [
         f"        {f.name}: {f.metadata['help']}"
         for f in fields(cls)

@@ -19,11 +19,25 @@ from typing import Any
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
 from botgrpo.rewards.judges.options import JUDGE_ARGUMENTS, judge_config
-from botgrpo.scoring.loading import BUILTIN_REWARDS, TASK_REWARD, load_reward_funcs, resolve_entry
+from botgrpo.scoring.loading import (
+    BUILTIN_REWARDS,
+    TASK_REWARD,
+    NotARewardFunction,
+    check_reward_callable,
+    load_reward_funcs,
+    resolve_entry,
+)
 from botgrpo.trl.config import BoTGRPOConfig
-from botgrpo.usage import UsageError, check_task_spec, check_yaml_mapping
+from botgrpo.usage import (
+    UsageError,
+    check_task_spec,
+    check_writable_folder,
+    check_yaml_mapping,
+    one_line_parser_errors,
+)
 
 TINY_PREFIX = "tiny:"
+WARM_PREFIX = "warm:"
 
 
 @dataclass
@@ -84,16 +98,58 @@ class TrainScriptArguments(ScriptArguments):
         metadata={"help": "Keyword arguments of factory entries, keyed by the entry (JSON/YAML)."},
     )
 
+    def __post_init__(self) -> None:
+        if isinstance(self.reward_funcs, str):  # YAML `reward_funcs: name`: one entry
+            self.reward_funcs = [self.reward_funcs]
+        if not self.reward_funcs:
+            raise ValueError("reward_funcs is empty; name at least one reward function")
+        if self.task_size < 1:
+            raise ValueError(f"task_size must be >= 1 prompt, got {self.task_size}")
+        if self.eval_fraction is not None and not 0 < self.eval_fraction < 1:
+            raise ValueError(
+                f"eval_fraction must lie strictly between 0 and 1 (e.g. 0.2), got "
+                f"{self.eval_fraction}"
+            )
+        if self.eval_split is not None and (self.eval_fraction or not self.dataset_name):
+            raise ValueError(
+                "eval_split names a split of dataset_name: set dataset_name, and drop "
+                "eval_fraction (use one of them)"
+            )
+
 
 def make_train_parser(prog: str = "botgrpo train") -> TrlParser:
-    """The ``botgrpo train`` parser: TrainScriptArguments, BoTGRPOConfig and TRL's ModelConfig."""
-    return TrlParser((TrainScriptArguments, BoTGRPOConfig, ModelConfig), prog=prog)
+    """The ``botgrpo train`` parser: TrainScriptArguments, BoTGRPOConfig and TRL's ModelConfig;
+    a malformed flag is one line (:class:`~botgrpo.usage.UsageError`), not the whole usage."""
+    parser = TrlParser((TrainScriptArguments, BoTGRPOConfig, ModelConfig), prog=prog)
+    return one_line_parser_errors(parser)
+
+
+#: What ``botgrpo train`` with nothing to train on says.
+NOTHING_TO_TRAIN = (
+    "nothing to train: pass a recipe, e.g. `botgrpo train --config recipes/chain_tiny_cpu.yaml`, "
+    "or flags (--model_name_or_path and --task or --dataset_name); `botgrpo train --help` lists "
+    "every option"
+)
+
+
+def warm_model_path(name_or_path: str) -> Path:
+    """The folder of ``warm:NAME``, the warm start shipped for task NAME (e.g. ``warm:chain``,
+    the demo's starting checkpoint); ValueError naming the shipped ones."""
+    from botgrpo.harness.warmstart import shipped_warm_start
+
+    try:
+        return shipped_warm_start(name_or_path[len(WARM_PREFIX) :])
+    except ValueError as err:
+        raise ValueError(f"model_name_or_path {name_or_path!r}: {err}") from None
 
 
 def resolve_model_path(name_or_path: str | None) -> str:
-    """The model to load; ``tiny:DIR`` builds the tiny offline model in DIR if it is not there."""
+    """The model to load; ``tiny:DIR`` builds the tiny offline model in DIR if it is not there;
+    ``warm:NAME`` is the warm start shipped for task NAME."""
     if not name_or_path:
         raise ValueError("set model_name_or_path (a hub id, a local directory or tiny:DIR)")
+    if name_or_path.startswith(WARM_PREFIX):
+        return str(warm_model_path(name_or_path))
     if not name_or_path.startswith(TINY_PREFIX):
         return name_or_path
     from botgrpo.tiny import build_tiny_model
@@ -161,6 +217,8 @@ def parse_train_args(
     """TRL's parse of ``argv`` (None: the command line); a missing or malformed ``--config``
     file or an invalid setting raises :class:`~botgrpo.usage.UsageError`."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        raise UsageError(NOTHING_TO_TRAIN)
     for i, arg in enumerate(argv):
         path = argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None
         path = arg.split("=", 1)[1] if arg.startswith("--config=") else path
@@ -172,11 +230,32 @@ def parse_train_args(
         raise UsageError(str(err)) from err
 
 
-def check_train_inputs(args: TrainScriptArguments, model_name_or_path: str | None) -> None:
-    """Check the task, the reward functions and their options before any model is built or
-    loaded; raises :class:`~botgrpo.usage.UsageError` naming the problem and the fix."""
+def check_train_inputs(
+    args: TrainScriptArguments, model_name_or_path: str | None, config: BoTGRPOConfig | None = None
+) -> None:
+    """Check the task, the reward functions and their options, the output folder and the
+    evaluation set before any model is built or loaded; raises
+    :class:`~botgrpo.usage.UsageError` naming the problem and the fix."""
     if not model_name_or_path:
+        if args.task is None and not args.dataset_name:
+            raise UsageError(NOTHING_TO_TRAIN)
         raise UsageError("set model_name_or_path (a hub id, a local directory or tiny:DIR)")
+    if config is not None:
+        try:
+            check_writable_folder(config.output_dir, "output_dir")
+        except ValueError as err:
+            raise UsageError(str(err)) from err
+        no_eval_set = args.eval_fraction is None and args.eval_split is None
+        if str(config.eval_strategy) not in ("no", "IntervalStrategy.NO") and no_eval_set:
+            raise UsageError(
+                f"eval_strategy {getattr(config.eval_strategy, 'value', config.eval_strategy)} needs an evaluation set: set "
+                "eval_fraction (e.g. 0.2) or eval_split, or eval_strategy no"
+            )
+    if model_name_or_path.startswith(WARM_PREFIX):
+        try:
+            warm_model_path(model_name_or_path)
+        except ValueError as err:
+            raise UsageError(str(err)) from err
     local = model_name_or_path.startswith(("/", "./", "../", "~"))
     if local and not Path(model_name_or_path).expanduser().is_dir():
         raise UsageError(
@@ -219,6 +298,10 @@ def _check_reward_entry(entry: str, kwargs: dict[str, Any], task: str | None) ->
     if not is_factory:
         if kwargs:
             raise UsageError(f"reward_func_kwargs given for {entry!r}, which is not a factory '()'")
+        try:
+            check_reward_callable(obj, entry)
+        except ValueError as err:
+            raise UsageError(str(err)) from err
         return
     params = inspect.signature(obj).parameters
     try:
@@ -244,7 +327,7 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
     from botgrpo.trl.trainer import BoTGRPOTrainer
 
     script_args, config, model_args = parse_train_args(argv)
-    check_train_inputs(script_args, model_args.model_name_or_path)
+    check_train_inputs(script_args, model_args.model_name_or_path, config)
     model_path = resolve_model_path(model_args.model_name_or_path)
     init_kwargs = {"revision": model_args.model_revision, "dtype": model_args.dtype}
     if model_args.attn_implementation is not None:
@@ -261,9 +344,12 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
         ) from err
     train_set, eval_set = load_datasets(script_args, config.seed)
     task = _task_of(script_args)
-    reward_funcs = load_reward_funcs(
-        script_args.reward_funcs, tokenizer, script_args.reward_func_kwargs, task
-    )
+    try:
+        reward_funcs = load_reward_funcs(
+            script_args.reward_funcs, tokenizer, script_args.reward_func_kwargs, task
+        )
+    except NotARewardFunction as err:
+        raise UsageError(str(err)) from err
     trainer = BoTGRPOTrainer(
         model=model_path,
         reward_funcs=reward_funcs,

@@ -67,10 +67,18 @@ class SandboxConfig:
     PYTHONDONTWRITEBYTECODE=1, and OMP/OPENBLAS/MKL_NUM_THREADS=1)."""
 
     def __post_init__(self) -> None:
-        _require(self.timeout_s > 0, f"timeout_s must be > 0, got {self.timeout_s}")
-        _require(self.cpu_time_s is None or self.cpu_time_s > 0, "cpu_time_s must be > 0")
+        _require(
+            _finite_positive(self.timeout_s),
+            f"timeout_s must be a finite number of seconds > 0, got {self.timeout_s!r}",
+        )
+        _require(
+            self.cpu_time_s is None or _finite_positive(self.cpu_time_s),
+            f"cpu_time_s must be a finite number of seconds > 0 (or None), got {self.cpu_time_s!r}",
+        )
         for name in ("memory_mb", "max_processes", "max_output_bytes", "max_open_files"):
-            _require(getattr(self, name) >= 1, f"{name} must be >= 1, got {getattr(self, name)}")
+            value = getattr(self, name)
+            whole = isinstance(value, int) and not isinstance(value, bool)
+            _require(whole and value >= 1, f"{name} must be a whole number >= 1, got {value!r}")
         _require(self.max_file_bytes >= 0, "max_file_bytes must be >= 0")
         _require(self.tmpfs_mb >= 1, "tmpfs_mb must be >= 1")
         _require(
@@ -92,6 +100,10 @@ class SandboxConfig:
         if self.cpu_time_s is None:
             return math.ceil(self.timeout_s) + 1
         return math.ceil(self.cpu_time_s)
+
+
+def _finite_positive(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
 
 
 def _require(condition: bool, message: str) -> None:

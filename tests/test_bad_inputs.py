@@ -1,0 +1,362 @@
+"""A user's mistakes, class by class: each ends in one line ``botgrpo <command>: error: ...``,
+exit status 2, and leaves nothing created or deleted; silent misparses are refused; options
+that delete stay inside what they own."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+
+from botgrpo.cli import main
+from botgrpo.harness import cli as harness_cli
+from botgrpo.harness.config import CompareConfig
+from botgrpo.harness.warmstart import PACKAGED_DIR
+from botgrpo.usage import (
+    check_folder_name,
+    check_package_name,
+    check_writable_folder,
+    parse_bool,
+    remove_owned_folder,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+SMOKE_RECIPE = ROOT / "recipes" / "arithmetic_smoke_cpu.yaml"
+
+
+def run_cli(argv: list[str], capsys) -> tuple[int, str]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(argv)
+    return code, capsys.readouterr().err
+
+
+def one_line(err: str, command: str, *parts: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith(f"botgrpo {command}: error: "), err
+    for part in parts:
+        assert part in lines[0], (part, err)
+    return lines[0]
+
+
+def snapshot(folder: Path) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def workdir(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "few.jsonl").write_text(
+        "".join(json.dumps({"prompt": f"{i}+1=", "answer": str(i + 1)}) + "\n" for i in range(30))
+    )
+    (tmp_path / "nulls.jsonl").write_text('{"prompt": "1+1=", "answer": null}\n')
+    (tmp_path / "a_file").write_text("not a folder\n")
+    return tmp_path
+
+
+# ---- compare / demo: every option checked before a folder, warm start or run is made ---------
+
+
+@pytest.mark.parametrize(
+    ("flags", "parts"),
+    [
+        (["--temperature", "0"], ["temperature must be a finite number > 0", "0.0"]),
+        (["--temperature", "-1"], ["temperature must be a finite number > 0"]),
+        (["--learning-rate", "nan"], ["learning_rate", "nan"]),
+        (["--w-g", "nan"], ["w_g must be a finite number > 0"]),
+        (["--w-s", "inf"], ["w_s must be a finite number >= 0"]),
+        (["--warm-start-lr", "-1"], ["warm_start_lr must be a finite number > 0"]),
+        (["--lr-sweep", "1e-4", "inf"], ["lr_sweep"]),
+        (["--lr-sweep", "1e-4", "1e-4"], ["lr_sweep lists", "more than once"]),
+        (["--methods"], ["--methods: expected at least one argument"]),
+        (["--methods", "bot", "bot"], ["methods lists ['bot'] more than once"]),
+        (["--method-lrs", "bot=1e-4", "bot=2e-4"], ["more than once"]),
+        (["--method-lrs", "bot=nan"], ["METHOD=LR with LR > 0"]),
+        (["--name", ""], ["name '' must be a plain folder name"]),
+        (["--name", "../elsewhere"], ["plain folder name"]),
+        (["--name", "."], ["plain folder name"]),
+        (["--thresholds", "2.0"], ["thresholds must lie strictly between 0 and 1", "2.0"]),
+        (["--thresholds", "nan"], ["strictly between 0 and 1", "nan"]),
+        (["--thresholds", "0"], ["strictly between 0 and 1"]),
+        (["--progress", "flase"], ["--progress", "'flase' is not a boolean", "on, false"]),
+        (["--progress", "maybe"], ["not a boolean"]),
+        (["--steps", "x"], ["--steps: invalid int value: 'x'", "--help"]),
+        (["--steps", "0"], ["steps must be >= 1"]),
+        (
+            ["--init-model", "./no_such_model"],
+            ["init_model './no_such_model' is not a model folder"],
+        ),
+        (["--init-model", "a_file"], ["is not a model folder"]),
+        (["--out-dir", "a_file"], ["out_dir a_file is a file, not a folder"]),
+        (["--out-dir", "a_file/below"], ["a_file is a file, not a folder"]),
+        (["--out-dir", "/proc/botgrpo-runs"], ["cannot write in /proc"]),
+        (["--task", "jsonl:few.jsonl"], ["only 30 distinct problems", "lower --eval-problems"]),
+        (
+            ["--task", "jsonl:few.jsonl", "--eval-problems", "30", "--pass-problems", "30"],
+            ["too few distinct problems are left for training"],
+        ),
+        (["--task", "jsonl:nulls.jsonl"], ["nulls.jsonl:1", "'answer' must be", "None"]),
+        (["--task", "chain:min_steps=x"], ["min_steps='x' is not a valid int"]),
+    ],
+)
+def test_compare_refuses_a_bad_option_in_one_line_and_creates_nothing(
+    workdir, capsys, flags, parts
+):
+    before = snapshot(workdir)
+    code, err = run_cli(["compare", "--progress", "false", *flags], capsys)
+    assert code == 2
+    one_line(err, "compare", *parts)
+    assert snapshot(workdir) == before, "a refused command leaves no folder or file behind"
+
+
+def test_demo_shares_compares_checks(workdir, capsys):
+    code, err = run_cli(["demo", "--w-g", "nan"], capsys)
+    assert code == 2
+    one_line(err, "demo", "w_g must be a finite number > 0")
+    assert not (workdir / "runs").exists()
+
+
+@pytest.mark.parametrize("word", ["true", "Yes", "1", "ON", "false", "no", "0", "Off"])
+def test_booleans_take_the_documented_spellings(word):
+    assert parse_bool(word) is (word.lower() in ("true", "yes", "1", "on"))
+
+
+@pytest.mark.parametrize("word", ["flase", "", "y", "2", "none"])
+def test_other_boolean_spellings_are_refused(word):
+    with pytest.raises(Exception, match="is not a boolean"):
+        parse_bool(word)
+
+
+def test_the_config_dataclass_holds_the_checks_for_the_python_api_too():
+    with pytest.raises(ValueError, match="temperature"):
+        CompareConfig(temperature=0.0)
+    with pytest.raises(ValueError, match="progress must be bool"):
+        CompareConfig(progress="false")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="steps must be int"):
+        CompareConfig(steps=2.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="methods is empty"):
+        CompareConfig(methods=())
+
+
+def test_resuming_with_changed_settings_is_one_line_before_anything_trains(
+    workdir, capsys, monkeypatch
+):
+    from botgrpo.harness import compare as compare_module
+    from botgrpo.harness.runner import RunSpec, run_label, run_settings
+
+    cfg = CompareConfig(name="r", methods=("bot",), seeds=1, steps=5, warmup_steps=0)
+    task = compare_module.check_inputs(cfg)
+    model = compare_module.planned_checkpoint(cfg, task)
+    run_dir = workdir / "runs" / "r" / "runs" / run_label("bot", 0, cfg.learning_rate)
+    run_dir.mkdir(parents=True)
+    spec = RunSpec("bot", 0, cfg.learning_rate, str(model), str(run_dir), cfg)
+    (run_dir / "done.json").write_text(json.dumps({"seconds": 1.0, "settings": run_settings(spec)}))
+
+    def no_warm_start(*args, **kwargs):
+        raise AssertionError("the refusal must come before the warm start")
+
+    monkeypatch.setattr(compare_module, "starting_checkpoint", no_warm_start)
+    argv = ["compare", "--name", "r", "--methods", "bot", "--seeds", "1", "--steps", "5"]
+    argv += ["--warmup-steps", "0", "--temperature", "0.7", "--progress", "false"]
+    code, err = run_cli(argv, capsys)
+    assert code == 2
+    one_line(err, "compare", "different settings", "temperature: 1.0 -> 0.7", "--name")
+    assert not (workdir / "runs" / ".cache").exists()
+
+
+# ---- train: TRL's parser, the YAML file, the config dataclasses ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("flags", "parts"),
+    [
+        (["--learning_rate", "-1"], ["learning_rate must be a finite number > 0", "-1.0"]),
+        (["--learning_rate", "nan"], ["learning_rate", "nan"]),
+        (["--task_size", "0"], ["task_size must be >= 1"]),
+        (["--eval_split", "test"], ["eval_split names a split of dataset_name"]),
+        (["--eval_fraction", "1.5"], ["eval_fraction must lie strictly between 0 and 1"]),
+        (["--max_completion_length", "0"], ["max_completion_length must be >= 1"]),
+        (["--temperature", "0"], ["temperature must be a finite number > 0"]),
+        (["--max_steps", "0"], ["max_steps must be >= 1 (or -1"]),
+        (["--max_steps", "x"], ["--max_steps", "invalid int value: 'x'", "--help"]),
+        (["--num_generations", "1"], ["num_generations must be >= 2"]),
+        (["--output_dir", "a_file"], ["output_dir a_file is a file"]),
+        (["--output_dir", "/proc/botgrpo-out"], ["cannot write in /proc"]),
+        (["--eval_strategy", "steps"], ["eval_strategy steps needs an evaluation set"]),
+        (["--reward_funcs", "os:getcwd"], ["'os:getcwd' cannot take TRL's reward arguments"]),
+        (["--reward_funcs", "json:decoder"], ["'json:decoder' is a module, not a function"]),
+        (["--model_name_or_path", "warm:nope"], ["no warm start 'nope' ships", "warm:chain"]),
+        (["--model_name_or_path", "warm:../x"], ["must be a plain name"]),
+    ],
+)
+def test_train_refuses_a_bad_setting_in_one_line_before_building_a_model(
+    workdir, capsys, flags, parts
+):
+    before = snapshot(workdir)
+    argv = ["train", "--config", str(SMOKE_RECIPE), "--model_name_or_path", "tiny:tiny"]
+    code, err = run_cli([*argv, "--output_dir", "out", *flags], capsys)
+    assert code == 2
+    one_line(err, "train", *parts)
+    assert snapshot(workdir) == before, "nothing is built or written for a refused run"
+
+
+def test_train_without_arguments_says_what_to_pass(workdir, capsys):
+    code, err = run_cli(["train"], capsys)
+    assert code == 2
+    one_line(err, "train", "nothing to train", "--config recipes/chain_tiny_cpu.yaml", "--help")
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "parts"),
+    [
+        ("model_name_or_path: tiny:tiny\ntask: chain\nlearning_rate: .nan\n", ["learning_rate"]),
+        ("model_name_or_path: tiny:tiny\ntask: chain\ntask_size: -3\n", ["task_size must be"]),
+        ("model_name_or_path: tiny:tiny\ntask: chain\nmax_steps: 0\n", ["max_steps must be"]),
+        ("model_name_or_path: tiny:tiny\ntask: nope\n", ["unknown task 'nope'"]),
+    ],
+)
+def test_a_yaml_recipe_mistake_is_one_line(workdir, capsys, yaml_text, parts):
+    (workdir / "r.yaml").write_text(yaml_text + "output_dir: out\n")
+    code, err = run_cli(["train", "--config", "r.yaml"], capsys)
+    assert code == 2
+    one_line(err, "train", *parts)
+    assert not (workdir / "tiny").exists() and not (workdir / "out").exists()
+
+
+def test_a_yaml_reward_funcs_string_is_one_entry(workdir):
+    from botgrpo.trl.script import parse_train_args
+
+    (workdir / "r.yaml").write_text(
+        "model_name_or_path: tiny:tiny\ntask: chain\nreward_funcs: task_reward\n"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        script_args, _, _ = parse_train_args(["--config", "r.yaml"])
+    assert script_args.reward_funcs == ["task_reward"]
+
+
+def test_a_config_on_a_cpu_does_not_ask_for_bf16(tmp_path):
+    from botgrpo.trl import BoTGRPOConfig
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)  # no deprecated key among the defaults
+        config = BoTGRPOConfig(output_dir=str(tmp_path / "o"))
+    assert config.bf16 is False, "no bf16 accelerator here: float32, as a CPU needs"
+    assert config.activation_checkpointing is True, "TRL's default is kept"
+    assert BoTGRPOConfig(output_dir=str(tmp_path / "o"), bf16=False).bf16 is False
+
+
+# ---- summarize -----------------------------------------------------------------------------
+
+
+def test_summarize_refuses_a_file_as_out_and_a_malformed_config(workdir, capsys):
+    (workdir / "cmp").mkdir()
+    (workdir / "cmp" / "config.json").write_text("[1, 2]")
+    code, err = run_cli(["summarize", "cmp", "--out", "a_file"], capsys)
+    assert code == 2
+    one_line(err, "summarize", "--out a_file is a file")
+    code, err = run_cli(["summarize", "cmp"], capsys)
+    assert code == 2
+    one_line(err, "summarize", "config.json must hold", "got a list")
+    code, err = run_cli(["summarize", "cmp", "--thresholds", "1.5"], capsys)
+    assert code == 2
+    one_line(err, "summarize", "--thresholds must lie strictly between 0 and 1")
+    assert sorted(p.name for p in (workdir / "cmp").iterdir()) == ["config.json"]
+
+
+# ---- deletion stays inside what a command owns -----------------------------------------------
+
+
+@pytest.fixture
+def packaged_copy(tmp_path, monkeypatch):
+    """A temporary copy of the shipped warm starts, standing in for the package's folder, with
+    a user's folder beside it that no command may touch."""
+    copy = tmp_path / "site" / "botgrpo" / "checkpoints"
+    shutil.copytree(PACKAGED_DIR, copy)
+    (copy.parent / "user_code.py").write_text("precious = True\n")
+    (copy / "notes").mkdir()
+    (copy / "notes" / "keep.txt").write_text("mine\n")
+    monkeypatch.setattr(harness_cli, "PACKAGED_DIR", copy, raising=False)
+    monkeypatch.setattr("botgrpo.harness.warmstart.PACKAGED_DIR", copy)
+    return copy
+
+
+@pytest.mark.parametrize("name", ["..", "", "/abs/dir", "../checkpoints", "a/b", ".hidden", "-x"])
+def test_warm_start_package_takes_only_a_plain_name(workdir, capsys, packaged_copy, name):
+    before = snapshot(packaged_copy.parent)
+    code, err = run_cli(["warm-start", f"--package={name}", "--out-dir", "out"], capsys)
+    assert code == 2
+    one_line(err, "warm-start", "--package", "plain name")
+    assert snapshot(packaged_copy.parent) == before
+    assert not (workdir / "out").exists(), "refused before any warm start is trained"
+
+
+def test_warm_start_package_never_replaces_a_folder_it_did_not_write(
+    workdir, capsys, packaged_copy
+):
+    before = snapshot(packaged_copy.parent)
+    code, err = run_cli(["warm-start", "--package", "notes", "--out-dir", "out"], capsys)
+    assert code == 2
+    one_line(err, "warm-start", "exists and is not a warm start", "another name")
+    assert snapshot(packaged_copy.parent) == before
+
+
+def test_remove_owned_folder_checks_the_resolved_path_and_the_marker(tmp_path):
+    home = tmp_path / "home"
+    (home / "ours").mkdir(parents=True)
+    (home / "ours" / "warm_start.json").write_text("{}")
+    (home / "theirs").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "warm_start.json").write_text("{}")
+    (home / "link").symlink_to(outside)
+    for path, reason in [
+        (home / "theirs", "holds no warm_start.json"),
+        (home / "link", "not a folder directly inside"),
+        (home / "ours" / ".." / ".." / "outside", "not a folder directly inside"),
+        (home, "not a folder directly inside"),
+    ]:
+        with pytest.raises(ValueError, match=reason):
+            remove_owned_folder(path, home, "warm_start.json")
+    assert (home / "theirs").is_dir() and (outside / "warm_start.json").is_file()
+    remove_owned_folder(home / "ours", home, "warm_start.json")
+    assert not (home / "ours").exists()
+    remove_owned_folder(home / "missing", home, "warm_start.json")  # nothing to do
+
+
+@pytest.mark.parametrize("name", ["chain", "my-task_2", "v1.2"])
+def test_plain_names_pass(name):
+    check_package_name(name)
+    check_folder_name(name, "name")
+
+
+def test_the_write_check_creates_nothing(tmp_path):
+    target = tmp_path / "a" / "b"
+    check_writable_folder(target, "out")
+    assert list(tmp_path.iterdir()) == []
+
+
+# ---- the sandbox's limits ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("timeout_s", math.inf),
+        ("timeout_s", math.nan),
+        ("cpu_time_s", math.inf),
+        ("memory_mb", math.inf),
+        ("max_processes", 2.5),
+        ("timeout_s", True),
+    ],
+)
+def test_sandbox_limits_must_be_finite_numbers(option, value):
+    from botgrpo.rewards.sandbox import SandboxConfig
+
+    with pytest.raises(ValueError, match=f"SandboxConfig: {option}"):
+        SandboxConfig(**{option: value})

@@ -18,7 +18,6 @@ from trl import GRPOConfig
 from botgrpo.core import ADVANTAGE_ESTIMATORS, get_advantage_estimator
 from botgrpo.trl.presets import PRESET_KNOBS, get_preset, resolve_preset
 
-
 #: transformers 5 renamed gradient_checkpointing to activation_checkpointing; older releases
 #: (verl's environment) have only the old name.
 _HAS_ACTIVATION_CHECKPOINTING = "activation_checkpointing" in {f.name for f in fields(GRPOConfig)}

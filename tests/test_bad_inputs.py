@@ -360,3 +360,20 @@ def test_sandbox_limits_must_be_finite_numbers(option, value):
 
     with pytest.raises(ValueError, match=f"SandboxConfig: {option}"):
         SandboxConfig(**{option: value})
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("torch_single_thread")
+def test_warm_start_package_writes_and_replaces_only_its_own_folder(workdir, capsys, packaged_copy):
+    argv = ["warm-start", "--out-dir", "out", "--eval-problems", "4", "--pass-problems", "4"]
+    argv += ["--pass-samples", "1"]
+    assert run_cli([*argv, "--package", "chain_copy"], capsys)[0] == 0
+    meta = json.loads((packaged_copy / "chain_copy" / "warm_start.json").read_text())
+    assert (
+        meta["key"] == json.loads((packaged_copy / "chain" / "warm_start.json").read_text())["key"]
+    )
+    (packaged_copy / "chain_copy" / "stale.txt").write_text("from the last packaging\n")
+    assert run_cli([*argv, "--package", "chain_copy"], capsys)[0] == 0, "its own: replaced"
+    assert not (packaged_copy / "chain_copy" / "stale.txt").exists()
+    assert (packaged_copy.parent / "user_code.py").read_text() == "precious = True\n"
+    assert (packaged_copy / "notes" / "keep.txt").read_text() == "mine\n"

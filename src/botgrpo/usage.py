@@ -17,6 +17,8 @@ import re
 import shutil
 import sys
 import tempfile
+import types
+import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -150,6 +152,19 @@ def check_folder_name(name: str, what: str) -> None:
             f"{what} {name!r} must be a plain folder name (no '/', not empty, '.' or '..'), "
             "e.g. my-run"
         )
+    _check_name_length(name, what)
+
+
+#: The longest file name most file systems take, in bytes.
+NAME_MAX = 255
+
+
+def _check_name_length(name: str, what: str) -> None:
+    if len(name.encode()) > NAME_MAX - 16:  # room for the suffixes commands add (.tmp, ...)
+        raise ValueError(
+            f"{what} {name[:20]!r}... is {len(name.encode())} bytes long; file names take at "
+            f"most {NAME_MAX - 16} here"
+        )
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -162,6 +177,7 @@ def check_package_name(name: str, what: str = "--package") -> None:
         raise ValueError(
             f"{what} {name!r} must be a plain name of letters, digits, '_', '-' or '.' (e.g. chain)"
         )
+    _check_name_length(name, what)
 
 
 def remove_owned_folder(path: Path, parent: Path, marker: str) -> None:
@@ -186,11 +202,20 @@ def check_writable_folder(path: str | Path, what: str) -> None:
     nearest existing ancestor must be a folder in which a folder can be made (tried, then
     removed, so it holds for root and read-only file systems alike). Creates nothing."""
     target = Path(path).expanduser()
-    if target.exists() and not target.is_dir():
-        raise ValueError(f"{what} {path} is a file, not a folder; pass a folder path")
-    probe = target
-    while not probe.exists():
-        probe = probe.parent
+    too_long = [p for p in target.parts if len(p.encode()) > NAME_MAX]
+    if too_long:
+        raise ValueError(
+            f"{what}: the name {too_long[0][:20]!r}... is {len(too_long[0].encode())} bytes long; "
+            f"file names take at most {NAME_MAX}"
+        )
+    try:
+        if target.exists() and not target.is_dir():
+            raise ValueError(f"{what} {path} is a file, not a folder; pass a folder path")
+        probe = target
+        while not probe.exists():
+            probe = probe.parent
+    except OSError as err:
+        raise ValueError(f"{what} {path}: {err.strerror or err}; pass another folder") from err
     if not probe.is_dir():
         raise ValueError(f"{what} {path}: {probe} is a file, not a folder; pass a folder path")
     try:
@@ -201,3 +226,43 @@ def check_writable_folder(path: str | Path, what: str) -> None:
             "folder"
         ) from err
     os.rmdir(made)
+
+
+_BASIC = (bool, int, float, str)
+
+
+def _basic_members(hint: Any) -> tuple[type, ...] | None:
+    """The basic types (bool, int, float, str, None) a hint allows, or None when it allows
+    anything else too (a list, a dict, an enum: not checked here)."""
+    if hint in _BASIC:
+        return (hint,)
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        members = typing.get_args(hint)
+        if all(m in _BASIC or m is type(None) for m in members):
+            return members
+    return None
+
+
+def _matches(value: object, allowed: tuple[type, ...]) -> bool:
+    if value is None:
+        return type(None) in allowed
+    if isinstance(value, bool):
+        return bool in allowed
+    if isinstance(value, int):
+        return int in allowed or float in allowed
+    return any(isinstance(value, t) for t in allowed if t is not bool)
+
+
+def check_basic_field_types(obj: object) -> None:
+    """ValueError naming the first field of dataclass ``obj`` whose hint is a basic type (bool,
+    int, float, str, optionally None) and whose value is not one (e.g. a YAML list where a
+    number belongs, or 1.5 for an int); fields of other types are left to their own checks."""
+    import dataclasses
+
+    hints = typing.get_type_hints(type(obj))
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        allowed = _basic_members(hints.get(f.name))
+        value = getattr(obj, f.name)
+        if allowed is not None and not _matches(value, allowed):
+            names = " or ".join("None" if t is type(None) else t.__name__ for t in allowed)
+            raise ValueError(f"{f.name} must be {names}, got {value!r}")

@@ -17,6 +17,10 @@ from trl import GRPOConfig
 
 from botgrpo.core import ADVANTAGE_ESTIMATORS, get_advantage_estimator
 from botgrpo.trl.presets import PRESET_KNOBS, get_preset, resolve_preset
+from botgrpo.usage import check_basic_field_types
+
+#: TRL's loss aggregations (GRPOTrainer refuses any other name, but only at the first step).
+LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 
 #: transformers 5 renamed gradient_checkpointing to activation_checkpointing; older releases
 #: (verl's environment) have only the old name.
@@ -167,6 +171,7 @@ class BoTGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
+        check_basic_field_types(self)  # e.g. a YAML list or 1.5 where an int belongs
         if self.activation_checkpointing is None and self.gradient_checkpointing is None:
             self.activation_checkpointing = True  # TRL's default, without the deprecated name
         if not _HAS_ACTIVATION_CHECKPOINTING and self.gradient_checkpointing is None:
@@ -226,10 +231,17 @@ class BoTGRPOConfig(GRPOConfig):
             raise ValueError(
                 f"num_train_epochs must be > 0 when max_steps is -1, got {self.num_train_epochs}"
             )
-        if self.per_device_train_batch_size < 1:
-            raise ValueError(
-                f"per_device_train_batch_size must be >= 1, got {self.per_device_train_batch_size}"
-            )
+        for name in (
+            "per_device_train_batch_size",
+            "per_device_eval_batch_size",
+            "gradient_accumulation_steps",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.top_k is not None and self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0 (0 = off), got {self.top_k}")
+        if self.loss_type is not None and self.loss_type not in LOSS_TYPES:
+            raise ValueError(f"loss_type {self.loss_type!r} is not one of {', '.join(LOSS_TYPES)}")
         if self.num_generations is not None and self.num_generations < 2:
             raise ValueError(
                 f"num_generations must be >= 2 (group statistics need two rollouts), got "

@@ -30,6 +30,7 @@ from botgrpo.scoring.loading import (
 from botgrpo.trl.config import BoTGRPOConfig
 from botgrpo.usage import (
     UsageError,
+    check_basic_field_types,
     check_task_spec,
     check_writable_folder,
     check_yaml_mapping,
@@ -50,7 +51,8 @@ class TrainScriptArguments(ScriptArguments):
             "help": "A procedural task instead of dataset_name: 'arithmetic' (prompts 'a+b=', "
             "answer column; for CPU smoke runs with the tiny model) or any botgrpo task spec "
             "(chain, columns, jsonl:PATH, reasoning_gym:DATASET, package.module:factory; see "
-            "docs/tasks.md), whose step reward is the reward function 'task_reward'."
+            "docs/tasks.md), whose step reward is the reward function 'task_reward'. Not with "
+            "dataset_name; 'none' clears a recipe's task."
         },
     )
     task_size: int = field(default=512, metadata={"help": "Number of prompts of the task."})
@@ -99,10 +101,22 @@ class TrainScriptArguments(ScriptArguments):
     )
 
     def __post_init__(self) -> None:
+        check_basic_field_types(self)  # e.g. a YAML list or 1.5 where an int belongs
         if isinstance(self.reward_funcs, str):  # YAML `reward_funcs: name`: one entry
             self.reward_funcs = [self.reward_funcs]
+        if not isinstance(self.reward_funcs, list) or not all(
+            isinstance(entry, str) for entry in self.reward_funcs
+        ):
+            raise ValueError(f"reward_funcs must be a list of names, got {self.reward_funcs!r}")
         if not self.reward_funcs:
             raise ValueError("reward_funcs is empty; name at least one reward function")
+        if isinstance(self.task, str) and self.task.lower() == "none":
+            self.task = None  # `--task none` clears a recipe's task
+        if self.task is not None and self.dataset_name:
+            raise ValueError(
+                f"task {self.task!r} and dataset_name {self.dataset_name!r} are both set; train on "
+                "one (pass --task none to use dataset_name with a recipe that names a task)"
+            )
         if self.task_size < 1:
             raise ValueError(f"task_size must be >= 1 prompt, got {self.task_size}")
         if self.eval_fraction is not None and not 0 < self.eval_fraction < 1:
@@ -192,6 +206,27 @@ def load_datasets(args: TrainScriptArguments, seed: int):
     return train, None
 
 
+def _datasets_or_usage_error(args: TrainScriptArguments, seed: int):
+    """:func:`load_datasets`, before any model is built; a dataset that cannot be loaded (not
+    on the hub, offline, no such split or config) or a prompt_template naming a column the
+    dataset lacks is a :class:`~botgrpo.usage.UsageError`."""
+    try:
+        return load_datasets(args, seed)
+    except KeyError as err:
+        raise UsageError(
+            f"prompt_template names the column {err.args[0]!r}, which the dataset lacks; use "
+            "its columns, e.g. {prompt}"
+        ) from err
+    except (ConnectionError, FileNotFoundError, ValueError) as err:
+        reason = " ".join(str(err).split())
+        if args.task is not None:
+            raise UsageError(f"task {args.task!r}: {reason}") from err
+        raise UsageError(
+            f"dataset {args.dataset_name!r} cannot be loaded ({reason}); check dataset_name, "
+            "dataset_config and the splits, or set HF_HUB_OFFLINE=0 to download it"
+        ) from err
+
+
 def _task_of(args: TrainScriptArguments):
     """The botgrpo task object of ``args.task`` (None for 'arithmetic' or a hub dataset)."""
     if args.task is None or args.task == "arithmetic":
@@ -225,9 +260,11 @@ def parse_train_args(
         if path is not None:
             check_yaml_mapping(path, "--config")
     try:
-        return make_train_parser().parse_args_and_config(argv)
-    except ValueError as err:
-        raise UsageError(str(err)) from err
+        script_args, config, model_args = make_train_parser().parse_args_and_config(argv)
+        check_basic_field_types(model_args)
+    except (ValueError, TypeError) as err:
+        raise UsageError(" ".join(str(err).split())) from err
+    return script_args, config, model_args
 
 
 def check_train_inputs(
@@ -245,12 +282,29 @@ def check_train_inputs(
             check_writable_folder(config.output_dir, "output_dir")
         except ValueError as err:
             raise UsageError(str(err)) from err
+        weights = config.reward_weights
+        if weights is not None and len(weights) != len(args.reward_funcs):
+            raise UsageError(
+                f"reward_weights has {len(weights)} weights for {len(args.reward_funcs)} reward "
+                f"functions {args.reward_funcs}; give one weight per function"
+            )
         no_eval_set = args.eval_fraction is None and args.eval_split is None
         if str(config.eval_strategy) not in ("no", "IntervalStrategy.NO") and no_eval_set:
             raise UsageError(
                 f"eval_strategy {getattr(config.eval_strategy, 'value', config.eval_strategy)} needs an evaluation set: set "
                 "eval_fraction (e.g. 0.2) or eval_split, or eval_strategy no"
             )
+    if model_name_or_path.startswith(TINY_PREFIX):
+        tiny_dir = Path(model_name_or_path[len(TINY_PREFIX) :] or "tiny-model")
+        try:
+            if tiny_dir.exists() and not (tiny_dir / "config.json").is_file():
+                raise ValueError(
+                    f"{tiny_dir} exists and holds no model (no config.json); pass a new folder "
+                    "or a tiny model's folder"
+                )
+            check_writable_folder(tiny_dir, "the tiny model's folder")
+        except (ValueError, OSError) as err:
+            raise UsageError(f"model_name_or_path {model_name_or_path!r}: {err}") from err
     if model_name_or_path.startswith(WARM_PREFIX):
         try:
             warm_model_path(model_name_or_path)
@@ -328,6 +382,7 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
 
     script_args, config, model_args = parse_train_args(argv)
     check_train_inputs(script_args, model_args.model_name_or_path, config)
+    train_set, eval_set = _datasets_or_usage_error(script_args, config.seed)
     model_path = resolve_model_path(model_args.model_name_or_path)
     init_kwargs = {"revision": model_args.model_revision, "dtype": model_args.dtype}
     if model_args.attn_implementation is not None:
@@ -342,7 +397,6 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
             f"model {model_path!r}: cannot load its tokenizer ({err}); pass a local model "
             "folder, a hub name available offline, or tiny:DIR"
         ) from err
-    train_set, eval_set = load_datasets(script_args, config.seed)
     task = _task_of(script_args)
     try:
         reward_funcs = load_reward_funcs(

@@ -377,3 +377,169 @@ def test_warm_start_package_writes_and_replaces_only_its_own_folder(workdir, cap
     assert not (packaged_copy / "chain_copy" / "stale.txt").exists()
     assert (packaged_copy.parent / "user_code.py").read_text() == "precious = True\n"
     assert (packaged_copy / "notes" / "keep.txt").read_text() == "mine\n"
+
+
+# ---- found by trying mistakes nobody listed ----------------------------------------------------
+
+
+def _finished_comparison(root: Path, lr: float) -> Path:
+    """A comparison folder as `botgrpo compare` leaves it: config.json and one finished run."""
+    from botgrpo.harness.runner import RunSpec, run_label, run_settings
+
+    cfg = CompareConfig(name=root.name, methods=("bot",), seeds=1, steps=2, warmup_steps=0)
+    cfg.learning_rate = lr
+    run = root / "runs" / run_label("bot", 0, lr)
+    run.mkdir(parents=True)
+    (root / "config.json").write_text(json.dumps(cfg.__dict__, default=list))
+    spec = RunSpec("bot", 0, lr, "model", str(run), cfg)
+    (run / "done.json").write_text(json.dumps({"seconds": 5.0, "settings": run_settings(spec)}))
+    base = {"method": "bot", "seed": 0, "lr": lr, "kind": "eval"}
+    records = [{**base, "step": s, "sampled_solved": 0.1 + 0.1 * s} for s in (0, 1, 2)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return root
+
+
+@pytest.mark.parametrize("where", ["other", "inside_run", "inside_root"])
+def test_summarize_never_writes_into_another_comparison(workdir, capsys, where):
+    a = _finished_comparison(workdir / "a", 1e-4)
+    b = _finished_comparison(workdir / "b", 2e-4)
+    out = {"other": b, "inside_run": next((a / "runs").iterdir()), "inside_root": a / "sub"}[where]
+    before = {p: p.read_bytes() for p in workdir.rglob("*") if p.is_file()}
+    code, err = run_cli(["summarize", str(a), "--out", str(out)], capsys)
+    assert code == 2
+    one_line(err, "summarize", "--out")
+    assert {p: p.read_bytes() for p in workdir.rglob("*") if p.is_file()} == before
+
+
+def test_summarize_names_a_corrupt_record_and_writes_nothing(workdir, capsys):
+    a = _finished_comparison(workdir / "a", 1e-4)
+    metrics = next((a / "runs").iterdir()) / "metrics.jsonl"
+    metrics.write_text(
+        metrics.read_text().replace('"sampled_solved": 0.2', '"sampled_solved": NaN')
+    )
+    code, err = run_cli(["summarize", str(a), "--out", "o"], capsys)
+    assert code == 2
+    one_line(err, "summarize", "metrics.jsonl:2", "sampled_solved is nan")
+    metrics.write_text('{"kind": "eval", oops\n')
+    code, err = run_cli(["summarize", str(a), "--out", "o"], capsys)
+    one_line(err, "summarize", "metrics.jsonl:1", "not valid JSON")
+    assert not (workdir / "o").exists()
+
+
+def test_summarize_checks_the_metric_before_writing(workdir, capsys):
+    a = _finished_comparison(workdir / "a", 1e-4)
+    code, err = run_cli(["summarize", str(a), "--metric", "greedy_step_acc", "--out", "o"], capsys)
+    assert code == 2
+    one_line(err, "summarize", "hold no 'greedy_step_acc'")
+    assert not (workdir / "o").exists()
+
+
+def test_a_quoted_home_folder_is_the_home_folder(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert CompareConfig(out_dir="~/runs").out_dir == str(tmp_path / "runs")
+
+
+@pytest.mark.parametrize(
+    ("flags", "parts"),
+    [
+        (["--beta", "-1"], ["beta must be a finite number >= 0"]),
+        (["--epsilon", "-0.2"], ["epsilon must be a finite number >= 0"]),
+        (["--importance_sampling_level", "bogus"], ["importance_sampling_level 'bogus'"]),
+        (["--preset", "grpo", "--scale_rewards", "bogus"], ["scale_rewards 'bogus'"]),
+        (["--reward_weights", "nan"], ["reward_weights must be finite numbers"]),
+        (["--reward_funcs", "task_reward", "task_reward", "--task", "chain"], ["twice"]),
+        (["--prompt_template", "Q: {prompt}"], ["prompt_template shape a dataset_name's rows"]),
+        (["--dataset_name", "some/dataset"], ["are both set", "--task none"]),
+    ],
+)
+def test_train_refuses_settings_that_would_fail_at_the_first_step(workdir, capsys, flags, parts):
+    argv = ["train", "--config", str(SMOKE_RECIPE), "--model_name_or_path", "tiny:tiny"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code, err = run_cli([*argv, "--output_dir", "out", *flags], capsys)
+    assert code == 2
+    one_line(err, "train", *parts)
+    assert not (workdir / "tiny").exists() and not (workdir / "out").exists()
+
+
+def test_reward_recipe_options_are_type_checked():
+    from botgrpo.rewards.configs import config_from_mapping
+    from botgrpo.rewards.recipes.math import MathRewardConfig
+    from botgrpo.rewards.recipes.python import PythonRewardConfig
+
+    for cls, values, message in [
+        (MathRewardConfig, {"require_final": "false"}, "require_final must be bool"),
+        (MathRewardConfig, {"steps": 5}, "steps must be a mapping of StepSignalConfig"),
+        (MathRewardConfig, {"steps": {"spread_positive": "no"}}, "spread_positive must be bool"),
+        (PythonRewardConfig, {"languages": "python"}, "languages must be a list"),
+    ]:
+        with pytest.raises(TypeError, match=message):
+            config_from_mapping(cls, values)
+
+
+@pytest.mark.parametrize(
+    ("flags", "parts"),
+    [
+        (["--task", "jsonl:nan.jsonl"], ["nan.jsonl:1", "finite number"]),
+        (["--task", "jsonl:blank.jsonl"], ["blank.jsonl:1", "non-blank"]),
+        (["--task", "sys:exit"], ["exited"]),
+        (["--task", "odd_tasks:text_sampler"], ["sample() returned a str, not an Example"]),
+        (["--task", "chain:min_steps=3,min_steps=5"], ["'min_steps' of 'chain' is given twice"]),
+        (["--lr-sweep", "1e-4", "2e-4", "--method-lrs", "bot=3e-4"], ["give one"]),
+        (["--sweep-seeds", "3"], ["add --lr-sweep"]),
+        (["--eval-problems", "100000000"], ["at most 100000"]),
+    ],
+)
+def test_compare_refuses_more_mistakes(workdir, capsys, monkeypatch, flags, parts):
+    (workdir / "nan.jsonl").write_text('{"prompt": "1+1=", "answer": NaN}\n')
+    (workdir / "blank.jsonl").write_text('{"prompt": "1+1=", "answer": "  "}\n')
+    (workdir / "odd_tasks.py").write_text(
+        "class Texts:\n    name = 'texts'\n    def sample(self, rng):\n        return 'a string'\n"
+        "    def demonstration(self, ex):\n        return ''\n"
+        "    def score(self, ex, c):\n        return None\n"
+        "def text_sampler():\n    return Texts()\n"
+    )
+    monkeypatch.syspath_prepend(str(workdir))
+    before = snapshot(workdir)
+    code, err = run_cli(["compare", "--progress", "false", *flags], capsys)
+    assert code == 2
+    one_line(err, "compare", *parts)
+    assert snapshot(workdir) == before
+
+
+def test_an_unknown_command_is_one_line(capsys):
+    code, err = run_cli(["frobnicate"], capsys)
+    assert code == 2
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "unknown command 'frobnicate'" in lines[0] and "compare" in lines[0]
+
+
+def test_core_api_mistakes_raise_value_errors():
+    import torch
+
+    from botgrpo.core import aggregate_loss, get_policy_loss, kl_penalty
+
+    loss = torch.ones(2, 3)
+    for mask, message in [
+        (torch.full((2, 3), -1.0), "only 0 and 1"),
+        (torch.full((2, 3), 0.5), "only 0 and 1"),
+        (torch.ones(3, 2), "shape"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            aggregate_loss(loss, mask)
+    with pytest.raises(ValueError, match="2-D"):
+        aggregate_loss(torch.ones(3), torch.ones(3))
+    nan_loss = torch.tensor([[1.0, float("nan")]])
+    with pytest.raises(ValueError, match=r"loss_BT contains NaN"):
+        aggregate_loss(nan_loss, torch.ones(1, 2))
+    zeros = [[0.0, 0.0]]
+    out, _ = get_policy_loss("ppo_clip")(zeros, zeros, [[1.0, -1.0]], [[1, 1]])
+    assert out.item() == 0.0, "lists are taken as tensors"
+    assert kl_penalty(zeros, zeros).shape == (1, 2)
+
+
+def test_run_many_takes_a_list_of_programs():
+    from botgrpo.rewards.sandbox import run_many
+
+    with pytest.raises(TypeError, match="list of programs"):
+        run_many("print(1)")  # type: ignore[arg-type]

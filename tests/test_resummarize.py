@@ -149,6 +149,9 @@ def test_refuses_incomparable_folders_and_unknown_choices(tmp_path):
 def test_cli_errors_are_one_line(tmp_path, capsys):
     a = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
     assert main(["summarize", str(tmp_path / "nothing")]) == 2
+    assert "nothing does not exist" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["summarize", str(tmp_path / "empty")]) == 2
     assert "holds no config.json" in capsys.readouterr().err
     assert main(["summarize", str(a), str(a)]) == 2
     err = capsys.readouterr().err

@@ -78,7 +78,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(_usage())
         return 0
     if args[0] not in COMMANDS:
-        print(f"botgrpo: unknown command {args[0]!r}\n\n{_usage()}", file=sys.stderr)
+        print(
+            f"botgrpo: error: unknown command {args[0]!r}; commands: {', '.join(COMMANDS)} "
+            "(`botgrpo --help` says what each does)",
+            file=sys.stderr,
+        )
         return 2
     command, run = args[0], COMMANDS[args[0]][1]
     return run_reporting_usage_errors(command, lambda: run(args[1:]))

@@ -45,14 +45,16 @@ def check_task_spec(spec: str) -> Any:
     problem, so a bad spec, a missing or malformed file, an unknown dataset or a missing
     package fails now; raises :class:`UsageError` naming the spec."""
     from botgrpo.tasks import load_task
+    from botgrpo.tasks.base import Example
 
     try:
         task = load_task(spec)
-        task.sample(random.Random(0))
+        example = task.sample(random.Random(0))
     except OSError as err:
-        where = err.filename if err.filename is not None else spec
+        if err.filename is None:
+            raise UsageError(f"task {spec!r}: {err}") from err
         raise UsageError(
-            f"task {spec!r}: cannot read {where} ({err.strerror or err}); check the path"
+            f"task {spec!r}: cannot read {err.filename} ({err.strerror or err}); check the path"
         ) from err
     except ImportError as err:
         raise UsageError(
@@ -61,6 +63,11 @@ def check_task_spec(spec: str) -> Any:
         ) from err
     except (ValueError, TypeError) as err:
         raise UsageError(f"task {spec!r}: {err}") from err
+    if not isinstance(example, Example):
+        raise UsageError(
+            f"task {spec!r}: its sample() returned a {type(example).__name__}, not an Example "
+            "(botgrpo.tasks.base.Example)"
+        )
     return task
 
 
@@ -231,7 +238,7 @@ def check_writable_folder(path: str | Path, what: str) -> None:
 _BASIC = (bool, int, float, str)
 
 
-def _basic_members(hint: Any) -> tuple[type, ...] | None:
+def basic_members(hint: Any) -> tuple[type, ...] | None:
     """The basic types (bool, int, float, str, None) a hint allows, or None when it allows
     anything else too (a list, a dict, an enum: not checked here)."""
     if hint in _BASIC:
@@ -243,7 +250,7 @@ def _basic_members(hint: Any) -> tuple[type, ...] | None:
     return None
 
 
-def _matches(value: object, allowed: tuple[type, ...]) -> bool:
+def matches_basic(value: object, allowed: tuple[type, ...]) -> bool:
     if value is None:
         return type(None) in allowed
     if isinstance(value, bool):
@@ -261,8 +268,8 @@ def check_basic_field_types(obj: object) -> None:
 
     hints = typing.get_type_hints(type(obj))
     for f in dataclasses.fields(obj):  # type: ignore[arg-type]
-        allowed = _basic_members(hints.get(f.name))
+        allowed = basic_members(hints.get(f.name))
         value = getattr(obj, f.name)
-        if allowed is not None and not _matches(value, allowed):
+        if allowed is not None and not matches_basic(value, allowed):
             names = " or ".join("None" if t is type(None) else t.__name__ for t in allowed)
             raise ValueError(f"{f.name} must be {names}, got {value!r}")

@@ -8,16 +8,16 @@ Rows with no unmasked token are excluded from seq-mean-token-mean's mean; L_max 
 ``max_len`` option (the generation budget, constant across steps) or T when omitted. A batch
 with no kept token (B = 0, T = 0 or an all-zero mask) gives 0 in every mode, still attached to
 the graph. Masked losses are selected away, so NaN or inf there reaches neither the loss nor
-the gradient.
+the gradient; the mask must be bool or 0/1 and a NaN or inf at a kept position raises.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-import torch
 from torch import Tensor
 
+from botgrpo.core.checks import as_tensor, check_mask, kept_values
 from botgrpo.core.registry import Registry
 
 Aggregator = Callable[[Tensor, Tensor, int | None], Tensor]
@@ -56,15 +56,15 @@ def aggregate_loss(
 ) -> Tensor:
     """Reduce per-token losses to a scalar with the named mode (see the module docstring)."""
     fn = _AGG.get(mode)
-    if mask_BT.shape != loss_BT.shape:
-        raise ValueError(
-            f"mask_BT has shape {tuple(mask_BT.shape)}, expected {tuple(loss_BT.shape)}"
-        )
+    loss_BT = as_tensor(loss_BT, "loss_BT")
+    if loss_BT.dim() != 2:
+        raise ValueError(f"loss_BT must be 2-D [B, T], got shape {tuple(loss_BT.shape)}")
+    if not loss_BT.is_floating_point():
+        raise ValueError(f"loss_BT must be a float tensor, got dtype {loss_BT.dtype}")
+    mask_BT = check_mask(mask_BT, loss_BT.shape)
     if max_len is not None and (not isinstance(max_len, int) or max_len <= 0):
         raise ValueError(f"max_len must be a positive int, got {max_len!r}")
-    keep_BT = mask_BT != 0 if mask_BT.dtype != torch.bool else mask_BT
-    zero = torch.zeros((), dtype=loss_BT.dtype, device=loss_BT.device)
-    kept_BT = torch.where(keep_BT, loss_BT, zero)
+    kept_BT = kept_values(loss_BT, mask_BT, "loss_BT")
     if loss_BT.numel() == 0:
         return kept_BT.sum()  # 0, attached to the graph
     return fn(kept_BT, mask_BT.to(loss_BT.dtype), max_len)

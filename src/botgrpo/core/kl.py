@@ -13,6 +13,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
+from botgrpo.core.checks import as_tensor
 from botgrpo.core.registry import Registry
 
 _KL: Registry[Callable[[Tensor], Tensor]] = Registry("KL estimator")
@@ -39,6 +40,7 @@ def _k3(log_ratio_BT: Tensor) -> Tensor:
 def kl_penalty(logp_BT: Tensor, ref_logp_BT: Tensor, kind: str = "k3") -> Tensor:
     """Per-token KL(pi || pi_ref) estimate [B, T] by name ("k1", "k2" or "k3")."""
     fn = _KL.get(kind)
+    logp_BT, ref_logp_BT = as_tensor(logp_BT, "logp_BT"), as_tensor(ref_logp_BT, "ref_logp_BT")
     if logp_BT.shape != ref_logp_BT.shape:
         raise ValueError(
             f"ref_logp_BT has shape {tuple(ref_logp_BT.shape)}, expected {tuple(logp_BT.shape)}"

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from botgrpo.core.aggregation import aggregate_loss
-from botgrpo.core.checks import check_mask, check_nonnegative, kept_values
+from botgrpo.core.checks import as_tensor, check_mask, check_nonnegative, kept_values
 from botgrpo.core.kl import kl_penalty
 from botgrpo.core.registry import Registry
 
@@ -87,6 +87,16 @@ def register_policy_loss(
             beta: float = 0.0,
             kl: str = "k3",
         ) -> tuple[Tensor, dict[str, float]]:
+            logp_BT, old_logp_BT, adv_BT = (
+                as_tensor(t, name)
+                for t, name in (
+                    (logp_BT, "logp_BT"),
+                    (old_logp_BT, "old_logp_BT"),
+                    (adv_BT, "adv_BT"),
+                )
+            )
+            if ref_logp_BT is not None:
+                ref_logp_BT = as_tensor(ref_logp_BT, "ref_logp_BT")
             mask = _check_loss_inputs(logp_BT, old_logp_BT, adv_BT, mask_BT)
             for opt, value in (("eps_low", eps_low), ("eps_high", eps_high), ("beta", beta)):
                 check_nonnegative(opt, value)

@@ -224,9 +224,15 @@ def summarize_main(argv: Sequence[str]) -> int:
     )
     one_line_parser_errors(parser)
     ns = parser.parse_args(list(argv))
+    ns.dirs = [d.expanduser() for d in ns.dirs]
+    ns.out = ns.out.expanduser() if ns.out is not None else None
     if ns.out is None and len(ns.dirs) > 1:
         raise UsageError("several folders are merged into a new one: pass --out")
     try:
+        for folder in ns.dirs:
+            if not folder.is_dir():
+                what = "is not a folder" if folder.exists() else "does not exist"
+                raise ValueError(f"{folder} {what}: pass `botgrpo compare` output folders")
         check_writable_folder(ns.out or ns.dirs[0], "--out")
         bad = [t for t in ns.thresholds if not 0 < t < 1]
         if bad:

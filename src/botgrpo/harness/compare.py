@@ -178,7 +178,8 @@ def check_inputs(cfg: CompareConfig):
         held_out_examples(task, cfg.eval_problems, stream)
     held = held_out_prompts(task, cfg.eval_problems)
     sample_outside(task, random.Random(0), held)  # training and the warm start draw outside
-    sample_examples(task, cfg.steps * cfg.prompts_per_step, "train-0", exclude=held)
+    n_train = cfg.steps * cfg.prompts_per_step
+    sample_examples(task, min(n_train, 100_000), "train-0", exclude=held)
     if cfg.init_model:
         _checked_init_model(cfg.init_model)
     return task

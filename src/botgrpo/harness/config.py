@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import itertools
+import os
 import typing
 from dataclasses import dataclass
 
@@ -17,6 +18,9 @@ from botgrpo.trl.presets import PRESETS
 from botgrpo.usage import check_finite_number, check_folder_name, check_unique, parse_bool
 
 DEFAULT_METHODS = ("grpo", "dapo", "gspo", "pure", "bot", "bot_uniform")
+
+#: The most held-out problems an evaluation may use (drawing more would take hours per step).
+MAX_PROBLEMS = 100_000
 
 
 @dataclass
@@ -126,6 +130,19 @@ class CompareConfig:
         check_folder_name(self.name, "name")
         if not self.out_dir:
             raise ValueError("out_dir must name a folder, e.g. runs")
+        self.out_dir = os.path.expanduser(self.out_dir)  # a quoted "~/runs" means the home's
+        if self.lr_sweep and self.method_lrs:
+            raise ValueError(
+                "method_lrs and lr_sweep both choose the rates; give one (the sweep picks each "
+                "method's rate itself)"
+            )
+        if self.sweep_seeds != 1 and not self.lr_sweep:
+            raise ValueError("sweep_seeds applies to a learning-rate sweep: add --lr-sweep RATES")
+        for name in ("eval_problems", "pass_problems"):
+            if getattr(self, name) > MAX_PROBLEMS:
+                raise ValueError(
+                    f"{name} must be at most {MAX_PROBLEMS}, got {getattr(self, name)}"
+                )
         if not self.methods:
             raise ValueError(f"methods is empty; name one or more of {', '.join(PRESETS)}")
         check_unique("methods", self.methods)

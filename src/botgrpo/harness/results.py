@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -17,8 +18,23 @@ EVAL_METRICS = {
 
 
 def load_records(path: str | Path) -> list[dict]:
-    """Every JSON line of a metrics file."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    """Every JSON line of a metrics file; ValueError naming the file and line of a line that is
+    not a JSON object or holds a NaN or infinite number (no summary is computed from them)."""
+    records = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError as err:
+            raise ValueError(f"{path}:{n}: not valid JSON ({err}); rerun that run") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}:{n}: a record must be a JSON object, got {line[:40]!r}")
+        bad = [k for k, v in record.items() if isinstance(v, float) and not math.isfinite(v)]
+        if bad:
+            raise ValueError(f"{path}:{n}: {bad[0]} is {record[bad[0]]}; rerun that run")
+        records.append(record)
+    return records
 
 
 def collect(run_dirs: list[Path], out: Path) -> None:

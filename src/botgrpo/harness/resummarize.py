@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 
 from botgrpo.harness.config import CompareConfig
@@ -144,12 +145,48 @@ def _run_seconds(roots: list[Path], lrs: dict[str, float]) -> dict[str, list[flo
     out: dict[str, list[float]] = {}
     for root in roots:
         for path in sorted((root / "runs").glob("*/done.json")):
-            done = json.loads(path.read_text())
-            settings = done.get("settings", {})
-            method, lr = settings.get("method"), settings.get("learning_rate")
-            if method in lrs and (lrs[method] is None or lr in (None, lrs[method])):
-                out.setdefault(method, []).append(float(done["seconds"]))
+            try:
+                done = json.loads(path.read_text())
+                settings = done.get("settings", {})
+                method, lr = settings.get("method"), settings.get("learning_rate")
+                if method in lrs and (lrs[method] is None or lr in (None, lrs[method])):
+                    seconds = float(done["seconds"])
+                    if not 0 <= seconds < math.inf:
+                        raise ValueError(seconds)
+                    out.setdefault(method, []).append(seconds)
+            except (ValueError, TypeError, KeyError, AttributeError):
+                raise ValueError(
+                    f"{path} is not a done.json botgrpo wrote (it needs settings and a number of "
+                    "seconds); rerun that run"
+                ) from None
     return out
+
+
+def check_out_folder(out: Path, roots: list[Path]) -> None:
+    """ValueError unless ``out`` may receive a summary: one of ``roots`` (in place), a new or
+    empty folder, or a folder ``summarize`` wrote before; never a comparison's folder (it holds
+    runs), a folder inside one, or a folder of other files."""
+    for root in roots:
+        if not root.is_dir():
+            raise ValueError(f"{root} is not a folder: pass `botgrpo compare` output folders")
+    target = out.expanduser().resolve()
+    homes = [r.resolve() for r in roots]
+    if target in homes:
+        return
+    inside = [r for r, home in zip(roots, homes, strict=True) if home in target.parents]
+    if inside:
+        raise ValueError(f"--out {out} lies inside the comparison {inside[0]}; pass a new folder")
+    if not target.exists() or not any(target.iterdir()):
+        return
+    if not target.is_dir():
+        raise ValueError(f"--out {out} is a file, not a folder")
+    if any((target / part).exists() for part in ("runs", "sweep", "done.json")):
+        raise ValueError(
+            f"--out {out} is another comparison's folder (it holds its runs); its files would be "
+            "overwritten: pass a new folder"
+        )
+    if not (target / "summary.json").is_file():
+        raise ValueError(f"--out {out} holds other files; pass a new or empty folder")
 
 
 def _wall_seconds(run_seconds: dict[str, list[float]], workers: int) -> float:
@@ -172,6 +209,7 @@ def resummarize(
 
     if methods and out.resolve() in {r.resolve() for r in roots}:
         raise ValueError("a subset of methods goes to a new folder: pass --out")
+    check_out_folder(out, roots)
     configs = [load_config(r) for r in roots]
     _check_comparable(configs, roots)
     sweep = sweep_report(roots)
@@ -192,11 +230,15 @@ def resummarize(
         thresholds=thresholds or configs[0].thresholds,
     )
     lrs = {r["method"]: r["lr"] for r in records if "lr" in r}
+    if not any(cfg.metric in r for r in records if r["kind"] == "eval"):
+        raise ValueError(
+            f"the runs' evaluations hold no {cfg.metric!r}; pick a metric they recorded (--metric)"
+        )
+    run_seconds = _run_seconds(roots, {m: lrs.get(m) for m in names})
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(cfg.__dict__, indent=2, default=list))
     with (out / "metrics.jsonl").open("w") as fh:
         fh.writelines(json.dumps(r) + "\n" for r in records)
-    run_seconds = _run_seconds(roots, {m: lrs.get(m) for m in names})
     summary = write_summary(
         records,
         cfg,

@@ -159,8 +159,11 @@ class RewardWeights:
         for name in ("w_g", "w_s", "bound"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"RewardWeights.{name} must be finite")
-        if self.w_s < 0 or self.bound <= 0:
-            raise ValueError("RewardWeights needs w_s >= 0 and bound > 0")
+        if self.w_g <= 0 or self.w_s < 0 or self.bound <= 0:
+            raise ValueError(
+                f"RewardWeights needs w_g > 0, w_s >= 0 and bound > 0, got {self.w_g}, "
+                f"{self.w_s}, {self.bound}"
+            )
         check_dominance(self.w_g, self.w_s, self.bound, stacklevel=4)
 
 
@@ -170,8 +173,17 @@ def decay(distance: np.ndarray | float, window: int) -> np.ndarray:
     >>> decay(np.arange(5), 3).tolist()
     [1.0, 0.75, 0.5, 0.25, 0.0]
     """
+    _check_window("decay", window)
     d = np.abs(np.asarray(distance, dtype=np.float64))
     return np.maximum(0.0, 1.0 - d / (window + 1))
+
+
+def _check_verdicts(verdicts: Sequence[int]) -> np.ndarray:
+    """The verdicts as a 1-D float64 array; ValueError unless each is -1, 0 or +1."""
+    e = np.asarray(verdicts, dtype=np.float64)
+    if e.ndim != 1 or not np.isin(e, (-1.0, 0.0, 1.0)).all():
+        raise ValueError(f"verdicts must be a list of -1, 0 and +1, got {list(np.ravel(e))[:10]}")
+    return e
 
 
 def propagate_errors(verdicts: Sequence[int], propagation: Propagation = "error") -> list[int]:
@@ -184,7 +196,7 @@ def propagate_errors(verdicts: Sequence[int], propagation: Propagation = "error"
     """
     if propagation not in PROPAGATIONS:
         raise ValueError(f"propagation must be one of {PROPAGATIONS}, got {propagation!r}")
-    out = [int(v) for v in verdicts]
+    out = [int(v) for v in _check_verdicts(verdicts)]
     if propagation == "error" and -1 in out:
         first = out.index(-1)
         out[first + 1 :] = [0] * (len(out) - first - 1)
@@ -202,7 +214,7 @@ def step_values(verdicts: Sequence[int], config: StepSignalConfig | None = None)
     [0.125, 0.0625, -0.25, -0.1875]
     """
     cfg = config or StepSignalConfig()
-    e = np.asarray(verdicts, dtype=np.float64).reshape(-1)
+    e = _check_verdicts(verdicts)
     n = e.shape[0]
     if n == 0:
         return e
@@ -244,6 +256,8 @@ def clamp_local(local: np.ndarray, bound: float) -> np.ndarray:
     >>> clamp_local(np.array([-2.0, 0.5, 3.0]), 1.0).tolist()
     [-1.0, 0.5, 1.0]
     """
+    if isinstance(bound, bool) or not (isinstance(bound, int | float) and bound > 0):
+        raise ValueError(f"clamp_local: bound must be a number > 0 (inf: no clamp), got {bound!r}")
     return np.clip(np.asarray(local, dtype=np.float64), -bound, bound)
 
 

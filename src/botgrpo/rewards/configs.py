@@ -42,5 +42,22 @@ def config_from_mapping(cls: type[C], values: C | Mapping[str, Any] | None) -> C
             value = config_from_mapping(hint, value)  # type: ignore[arg-type]
         elif typing.get_origin(hint) is tuple and isinstance(value, list):
             value = tuple(value)
+        _check_option_type(cls, name, hint, value)
         kwargs[name] = value
     return cls(**kwargs)
+
+
+def _check_option_type(cls: type, name: str, hint: Any, value: Any) -> None:
+    """TypeError when a mapping's value cannot be what the field holds: a nested config that
+    is not a mapping, a string where a tuple goes, a string 'false' where a bool goes."""
+    from botgrpo.usage import basic_members, matches_basic
+
+    where = f"{cls.__name__}.{name}"
+    if dataclasses.is_dataclass(hint) and not isinstance(value, hint):
+        raise TypeError(f"{where} must be a mapping of {hint.__name__} options, got {value!r}")
+    if typing.get_origin(hint) is tuple and not isinstance(value, tuple):
+        raise TypeError(f"{where} must be a list, got {value!r}")
+    allowed = basic_members(hint)
+    if allowed is not None and not matches_basic(value, allowed):
+        names = " or ".join("None" if t is type(None) else t.__name__ for t in allowed)
+        raise TypeError(f"{where} must be {names}, got {value!r}")

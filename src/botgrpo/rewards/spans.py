@@ -336,6 +336,8 @@ def spread_span_scores(offsets_T2: np.ndarray, spans_S2: np.ndarray, scores_S: A
     """
     spans = np.asarray(spans_S2, dtype=np.int64).reshape(-1, 2)
     scores = np.asarray(scores_S, dtype=np.float64).reshape(-1)
+    if not np.isfinite(scores).all():
+        raise ValueError("span scores must be finite numbers")
     if scores.shape[0] != spans.shape[0]:
         raise ValueError(f"got {scores.shape[0]} scores for {spans.shape[0]} spans")
     nonempty = (spans[:, 1] > spans[:, 0]).astype(np.float64)

@@ -112,4 +112,5 @@ class TokenReward:
 
     def token_rewards(self, w_g: float, w_s: float) -> np.ndarray:
         """r_t = w_g * G + b_format + w_s * S_t (Eq. 4 plus the format bonus), float64 [n_tokens]."""
-        return self.outcome_reward(w_g) + float(w_s) * self.local
+        w_s = _finite_float("w_s", w_s)
+        return self.outcome_reward(_finite_float("w_g", w_g)) + w_s * self.local

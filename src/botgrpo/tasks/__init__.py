@@ -53,6 +53,8 @@ def builtin_task(name: str, options: str = "") -> Task:
         key, sep, value = item.partition("=")
         if not sep:
             raise ValueError(f"task option {item!r} of {name!r} needs the form key=value")
+        if key in kwargs or key in teacher:
+            raise ValueError(f"task option {key!r} of {name!r} is given twice; give it once")
         if key in _TEACHER_OPTIONS:
             teacher[key] = value
         elif key in fields:
@@ -95,7 +97,13 @@ def load_task(spec: str) -> Task:
             factory = getattr(importlib.import_module(kind), rest)
         except (ImportError, AttributeError) as err:
             raise ValueError(f"cannot load task factory {spec!r}: {err}") from err
-        return check_task(factory())
+        try:
+            task = factory()
+        except SystemExit as err:
+            raise ValueError(
+                f"task factory {spec!r} exited (SystemExit {err.code}); name a function returning a task"
+            ) from None
+        return check_task(task)
     raise ValueError(
         f"unknown task {spec!r}: use one of {', '.join(BUILTIN_TASKS)}, jsonl:PATH, "
         "reasoning_gym:DATASET or package.module:factory"

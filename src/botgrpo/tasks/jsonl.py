@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,9 +41,11 @@ def read_jsonl_problems(path: str | Path) -> list[dict]:
                 f"{path}:{n}: 'prompt' must be a non-empty string, got {row['prompt']!r}"
             )
         answer = row["answer"]
-        if isinstance(answer, bool) or not isinstance(answer, str | int | float) or answer == "":
+        blank = isinstance(answer, str) and not answer.strip()
+        odd = isinstance(answer, float) and not math.isfinite(answer)
+        if isinstance(answer, bool) or not isinstance(answer, str | int | float) or blank or odd:
             raise ValueError(
-                f"{path}:{n}: 'answer' must be a non-empty string or a number, got {answer!r}"
+                f"{path}:{n}: 'answer' must be a non-blank string or a finite number, got {answer!r}"
             )
         steps = row.get("steps")
         if steps is not None and not (

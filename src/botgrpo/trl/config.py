@@ -238,6 +238,22 @@ class BoTGRPOConfig(GRPOConfig):
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("beta", "epsilon", "epsilon_high"):
+            value = getattr(self, name)
+            if value is not None:
+                _check_number(name, value, positive=False)
+        if self.importance_sampling_level not in (None, "token", "sequence"):
+            raise ValueError(
+                f"importance_sampling_level {self.importance_sampling_level!r} is not token or "
+                "sequence"
+            )
+        if self.scale_rewards not in (None, "group", "batch", "none"):
+            raise ValueError(
+                f"scale_rewards {self.scale_rewards!r} is not one of group, batch, none"
+            )
+        for weight in self.reward_weights or ():
+            if not (isinstance(weight, int | float) and math.isfinite(weight)):
+                raise ValueError(f"reward_weights must be finite numbers, got {weight!r}")
         if self.top_k is not None and self.top_k < 0:
             raise ValueError(f"top_k must be >= 0 (0 = off), got {self.top_k}")
         if self.loss_type is not None and self.loss_type not in LOSS_TYPES:

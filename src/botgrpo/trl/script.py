@@ -22,7 +22,6 @@ from botgrpo.rewards.judges.options import JUDGE_ARGUMENTS, judge_config
 from botgrpo.scoring.loading import (
     BUILTIN_REWARDS,
     TASK_REWARD,
-    NotARewardFunction,
     check_reward_callable,
     load_reward_funcs,
     resolve_entry,
@@ -116,6 +115,22 @@ class TrainScriptArguments(ScriptArguments):
             raise ValueError(
                 f"task {self.task!r} and dataset_name {self.dataset_name!r} are both set; train on "
                 "one (pass --task none to use dataset_name with a recipe that names a task)"
+            )
+        if len(set(self.reward_funcs)) < len(self.reward_funcs):
+            raise ValueError(
+                f"reward_funcs lists an entry twice ({self.reward_funcs}); to weigh one more, "
+                "use reward_weights"
+            )
+        dataset_only = {
+            "prompt_column": self.prompt_column != "prompt",
+            "answer_column": self.answer_column is not None,
+            "prompt_template": self.prompt_template is not None,
+        }
+        if self.task is not None and any(dataset_only.values()):
+            given = [k for k, v in dataset_only.items() if v]
+            raise ValueError(
+                f"{', '.join(given)} shape a dataset_name's rows; task {self.task!r} builds its "
+                "own prompts: drop them or train on dataset_name"
             )
         if self.task_size < 1:
             raise ValueError(f"task_size must be >= 1 prompt, got {self.task_size}")
@@ -215,7 +230,7 @@ def _datasets_or_usage_error(args: TrainScriptArguments, seed: int):
     except KeyError as err:
         raise UsageError(
             f"prompt_template names the column {err.args[0]!r}, which the dataset lacks; use "
-            "its columns, e.g. {prompt}"
+            "its columns in braces, e.g. {question}"
         ) from err
     except (ConnectionError, FileNotFoundError, ValueError) as err:
         reason = " ".join(str(err).split())
@@ -237,6 +252,15 @@ def _task_of(args: TrainScriptArguments):
 
 
 def _to_prompts(dataset, args: TrainScriptArguments):
+    columns = list(dataset.column_names)
+    needed = [("answer_column", args.answer_column)]
+    if args.prompt_template is None:
+        needed.append(("prompt_column", args.prompt_column))
+    for option, column in needed:
+        if column is not None and column not in columns:
+            raise ValueError(
+                f"{option} {column!r} is not a column of the dataset; its columns: {columns}"
+            )
     if args.prompt_template is not None:
         dataset = dataset.map(lambda row: {"prompt": args.prompt_template.format(**row)})
     elif args.prompt_column != "prompt":
@@ -402,8 +426,10 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
         reward_funcs = load_reward_funcs(
             script_args.reward_funcs, tokenizer, script_args.reward_func_kwargs, task
         )
-    except NotARewardFunction as err:
-        raise UsageError(str(err)) from err
+    except (ValueError, TypeError) as err:  # a factory refusing its options
+        raise UsageError(
+            f"reward functions {script_args.reward_funcs}: {' '.join(str(err).split())}"
+        ) from err
     trainer = BoTGRPOTrainer(
         model=model_path,
         reward_funcs=reward_funcs,

@@ -83,6 +83,10 @@ def run_many(
     >>> [r.stdout for r in run_many(["print(1)", "print(2)"], max_workers=2)]
     ['1\\n', '2\\n']
     """
+    if isinstance(codes, str) or isinstance(stdins, str):
+        raise TypeError(
+            "run_many takes a list of programs (and of stdins); for one, use run_python"
+        )
     config = _make_config(timeout_s=timeout_s, memory_mb=memory_mb, **options)
     codes = list(codes)
     inputs = [""] * len(codes) if stdins is None else list(stdins)

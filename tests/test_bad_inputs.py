@@ -543,3 +543,53 @@ def test_run_many_takes_a_list_of_programs():
 
     with pytest.raises(TypeError, match="list of programs"):
         run_many("print(1)")  # type: ignore[arg-type]
+
+
+def test_a_yaml_key_given_twice_is_refused_with_its_line(workdir, capsys):
+    (workdir / "r.yaml").write_text("task: chain\nlearning_rate: 1.0e-3\nlearning_rate: 2.0e-3\n")
+    code, err = run_cli(["train", "--config", "r.yaml"], capsys)
+    assert code == 2
+    one_line(err, "train", "line 3", "key 'learning_rate' is given twice")
+
+
+@pytest.mark.parametrize("kwargs", ["[1]", '{"arithmetic_token_reward": 5}'])
+def test_reward_func_kwargs_must_map_entries_to_options(workdir, capsys, kwargs):
+    argv = ["train", "--config", str(SMOKE_RECIPE), "--model_name_or_path", "tiny:tiny"]
+    code, err = run_cli([*argv, "--reward_func_kwargs", kwargs], capsys)
+    assert code == 2
+    one_line(err, "train", "reward_func_kwargs must map each factory entry")
+
+
+def test_a_budget_too_large_to_draw_is_refused_at_once():
+    with pytest.raises(ValueError, match="training problems, drawn before training"):
+        CompareConfig(steps=1_000_000, prompts_per_step=100)
+
+
+def test_reward_configs_built_in_python_check_their_types_too():
+    from botgrpo.rewards.compose import LineSignalConfig, StepSignalConfig
+    from botgrpo.rewards.recipes.python import PythonRewardConfig
+
+    with pytest.raises(TypeError, match="normalize must be bool"):
+        LineSignalConfig(normalize="no")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="spread_positive must be bool"):
+        StepSignalConfig(spread_positive="false")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="languages must be a list"):
+        PythonRewardConfig(languages="python")  # type: ignore[arg-type]
+
+
+def test_reward_helpers_refuse_values_outside_their_range():
+    import numpy as np
+
+    from botgrpo.rewards.compose import clamp_local, decay, propagate_errors, step_values
+
+    for call, message in [
+        (lambda: decay(np.arange(3), -1), "window must be an integer >= 0"),
+        (lambda: clamp_local(np.ones(2), -1.0), "bound must be a number > 0"),
+        (lambda: clamp_local(np.ones(2), math.nan), "bound must be a number > 0"),
+        (lambda: propagate_errors([2, 0.5, -1]), "verdicts must be a list of -1, 0 and"),
+        (lambda: step_values([[1, -1]]), "verdicts must be a list"),
+        (lambda: step_values([math.nan]), "verdicts must be a list"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            call()
+    assert clamp_local(np.array([5.0]), math.inf).tolist() == [5.0], "inf: no clamp"

@@ -17,7 +17,6 @@ import re
 import shutil
 import sys
 import tempfile
-import types
 import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -71,6 +70,30 @@ def check_task_spec(spec: str) -> Any:
     return task
 
 
+def _unique_key_loader():
+    """A yaml SafeLoader whose mappings refuse a key given twice (plain YAML keeps the last)."""
+    import yaml
+
+    class UniqueKeyLoader(yaml.SafeLoader):
+        pass
+
+    def construct_mapping(loader, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = loader.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} is given twice", key_node.start_mark
+                )
+            seen.add(key)
+        return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+    UniqueKeyLoader.add_constructor(
+        yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, construct_mapping
+    )
+    return UniqueKeyLoader
+
+
 def check_yaml_mapping(path: str, what: str = "config file") -> dict:
     """The YAML mapping in ``path``; :class:`UsageError` if it is missing, unreadable, malformed
     (with the line and column) or not a mapping."""
@@ -83,7 +106,7 @@ def check_yaml_mapping(path: str, what: str = "config file") -> dict:
             f"{what} {path}: cannot read it ({err.strerror or err}); check the path"
         ) from err
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_unique_key_loader())
     except yaml.YAMLError as err:
         mark = getattr(err, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -235,36 +258,13 @@ def check_writable_folder(path: str | Path, what: str) -> None:
     os.rmdir(made)
 
 
-_BASIC = (bool, int, float, str)
-
-
-def basic_members(hint: Any) -> tuple[type, ...] | None:
-    """The basic types (bool, int, float, str, None) a hint allows, or None when it allows
-    anything else too (a list, a dict, an enum: not checked here)."""
-    if hint in _BASIC:
-        return (hint,)
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        members = typing.get_args(hint)
-        if all(m in _BASIC or m is type(None) for m in members):
-            return members
-    return None
-
-
-def matches_basic(value: object, allowed: tuple[type, ...]) -> bool:
-    if value is None:
-        return type(None) in allowed
-    if isinstance(value, bool):
-        return bool in allowed
-    if isinstance(value, int):
-        return int in allowed or float in allowed
-    return any(isinstance(value, t) for t in allowed if t is not bool)
-
-
 def check_basic_field_types(obj: object) -> None:
     """ValueError naming the first field of dataclass ``obj`` whose hint is a basic type (bool,
     int, float, str, optionally None) and whose value is not one (e.g. a YAML list where a
     number belongs, or 1.5 for an int); fields of other types are left to their own checks."""
     import dataclasses
+
+    from botgrpo.rewards.configs import basic_members, matches_basic
 
     hints = typing.get_type_hints(type(obj))
     for f in dataclasses.fields(obj):  # type: ignore[arg-type]

@@ -62,7 +62,8 @@ def aggregate_loss(
     if not loss_BT.is_floating_point():
         raise ValueError(f"loss_BT must be a float tensor, got dtype {loss_BT.dtype}")
     mask_BT = check_mask(mask_BT, loss_BT.shape)
-    if max_len is not None and (not isinstance(max_len, int) or max_len <= 0):
+    bad_len = isinstance(max_len, bool) or not isinstance(max_len, int) or max_len <= 0
+    if max_len is not None and bad_len:
         raise ValueError(f"max_len must be a positive int, got {max_len!r}")
     kept_BT = kept_values(loss_BT, mask_BT, "loss_BT")
     if loss_BT.numel() == 0:

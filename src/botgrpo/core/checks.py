@@ -8,6 +8,8 @@ result nor a gradient.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
@@ -167,13 +169,13 @@ def check_steps(steps_BT: object, shape: torch.Size, mask_BT: Tensor) -> Tensor:
 
 def check_nonnegative(name: str, value: float) -> None:
     """Raise unless ``value`` is a finite number >= 0."""
-    if not isinstance(value, int | float) or not (0 <= value < float("inf")):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < math.inf:
         raise ValueError(f"option {name} must be a finite number >= 0, got {value!r}")
 
 
 def check_positive(name: str, value: float) -> None:
     """Raise unless ``value`` is a finite number > 0."""
-    if not isinstance(value, int | float) or not (0 < value < float("inf")):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
         raise ValueError(f"option {name} must be a finite number > 0, got {value!r}")
 
 

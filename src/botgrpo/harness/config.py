@@ -22,6 +22,9 @@ DEFAULT_METHODS = ("grpo", "dapo", "gspo", "pure", "bot", "bot_uniform")
 #: The most held-out problems an evaluation may use (drawing more would take hours per step).
 MAX_PROBLEMS = 100_000
 
+#: The most training problems a run may draw (steps x prompts_per_step, drawn up front).
+MAX_TRAIN_PROBLEMS = 10_000_000
+
 
 @dataclass
 class CompareConfig:
@@ -138,6 +141,11 @@ class CompareConfig:
             )
         if self.sweep_seeds != 1 and not self.lr_sweep:
             raise ValueError("sweep_seeds applies to a learning-rate sweep: add --lr-sweep RATES")
+        if self.steps * self.prompts_per_step > MAX_TRAIN_PROBLEMS:
+            raise ValueError(
+                f"steps x prompts_per_step = {self.steps * self.prompts_per_step} training "
+                f"problems, drawn before training; at most {MAX_TRAIN_PROBLEMS}"
+            )
         for name in ("eval_problems", "pass_problems"):
             if getattr(self, name) > MAX_PROBLEMS:
                 raise ValueError(

@@ -33,6 +33,8 @@ from typing import Literal
 
 import numpy as np
 
+from botgrpo.rewards.configs import check_config_types
+
 __all__ = [
     "FormatBonusConfig",
     "LineSignalConfig",
@@ -77,6 +79,7 @@ class StepSignalConfig:
     """B: the local signal is clamped to [-B, B]."""
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         if self.propagation not in PROPAGATIONS:
             raise ValueError(
                 f"StepSignalConfig.propagation must be one of {PROPAGATIONS}, "
@@ -98,6 +101,7 @@ class LineSignalConfig:
     """B: the local signal is clamped to [-B, B]."""
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         _check_window("LineSignalConfig", self.window)
         _check_bound("LineSignalConfig", self.bound)
 
@@ -114,6 +118,7 @@ class FormatBonusConfig:
     """Term for a solution without any step (neither bonus nor penalty by default)."""
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         for name in ("well_formed", "malformed", "missing"):
             if not math.isfinite(getattr(self, name)):
                 raise ValueError(f"FormatBonusConfig.{name} must be finite")

@@ -171,6 +171,8 @@ class BoTGRPOConfig(GRPOConfig):
     )
 
     def __post_init__(self) -> None:
+        if isinstance(self.scale_rewards, bool):
+            self.scale_rewards = "group" if self.scale_rewards else "none"
         check_basic_field_types(self)  # e.g. a YAML list or 1.5 where an int belongs
         if self.activation_checkpointing is None and self.gradient_checkpointing is None:
             self.activation_checkpointing = True  # TRL's default, without the deprecated name

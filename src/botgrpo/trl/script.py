@@ -350,6 +350,14 @@ def check_train_inputs(
             kwargs_by_entry = json.loads(kwargs_by_entry)
         except json.JSONDecodeError as err:
             raise UsageError(f"reward_func_kwargs is not valid JSON ({err})") from err
+    shape_ok = isinstance(kwargs_by_entry, Mapping) and all(
+        isinstance(v, Mapping) for v in kwargs_by_entry.values()
+    )
+    if not shape_ok:
+        raise UsageError(
+            "reward_func_kwargs must map each factory entry to its keyword arguments, e.g. "
+            f'{{"math_step_reward": {{"config": {{...}}}}}}; got {kwargs_by_entry!r}'
+        )
     unknown = sorted(set(kwargs_by_entry) - set(args.reward_funcs))
     if unknown:
         raise UsageError(f"reward_func_kwargs names entries not in reward_funcs: {unknown}")

@@ -33,7 +33,7 @@ from botgrpo.rewards.calling import (
     tokenize_completions,
 )
 from botgrpo.rewards.compose import FormatBonusConfig, StepSignalConfig, step_signal
-from botgrpo.rewards.configs import config_from_mapping
+from botgrpo.rewards.configs import check_config_types, config_from_mapping
 from botgrpo.rewards.judges.options import as_judge
 from botgrpo.rewards.spans import TokenizedText
 from botgrpo.rewards.steps import STEP_FORMATS, ParsedSolution, StepFormat, parse_steps
@@ -68,6 +68,7 @@ class MathRewardConfig:
     """``__name__`` of the reward function (TRL logs rewards by it)."""
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         if self.step_format not in STEP_FORMATS:
             raise ValueError(
                 f"MathRewardConfig.step_format must be one of {STEP_FORMATS}, "

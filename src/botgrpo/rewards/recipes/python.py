@@ -42,7 +42,7 @@ from botgrpo.rewards.calling import (
 )
 from botgrpo.rewards.code_blocks import PYTHON_LANGUAGES, CodeBlock, extract_code_block
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
-from botgrpo.rewards.configs import config_from_mapping
+from botgrpo.rewards.configs import check_config_types, config_from_mapping
 from botgrpo.rewards.judges.options import as_judge
 from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
 from botgrpo.rewards.types import TokenReward
@@ -110,6 +110,7 @@ class PythonRewardConfig:
     """``__name__`` of the reward function (TRL logs rewards by it)."""
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         _finite(
             "PythonRewardConfig",
             no_code_score=self.no_code_score,

@@ -44,7 +44,7 @@ from botgrpo.rewards.calling import (
 )
 from botgrpo.rewards.code_blocks import CodeBlock, extract_code_block
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
-from botgrpo.rewards.configs import config_from_mapping
+from botgrpo.rewards.configs import check_config_types, config_from_mapping
 from botgrpo.rewards.judges.options import as_judge
 from botgrpo.rewards.recipes.python import CodeJudgement, _as_judgement
 from botgrpo.rewards.recipes.react.checks import (
@@ -117,6 +117,7 @@ class ReactRewardConfig:
     """``__name__`` of the reward function (TRL logs rewards by it)."""
 
     def __post_init__(self) -> None:
+        check_config_types(self)
         for key in (
             "no_code_score",
             "compile_failure_score",

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from botgrpo.cli import main
 from botgrpo.harness import cli as harness_cli
 from botgrpo.harness.config import CompareConfig
 from botgrpo.harness.warmstart import PACKAGED_DIR
@@ -23,25 +22,11 @@ from botgrpo.usage import (
     parse_bool,
     remove_owned_folder,
 )
+from tests.cli_helpers import assert_one_line as one_line
+from tests.cli_helpers import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 SMOKE_RECIPE = ROOT / "recipes" / "arithmetic_smoke_cpu.yaml"
-
-
-def run_cli(argv: list[str], capsys) -> tuple[int, str]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(argv)
-    return code, capsys.readouterr().err
-
-
-def one_line(err: str, command: str, *parts: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"botgrpo {command}: error: "), err
-    for part in parts:
-        assert part in lines[0], (part, err)
-    return lines[0]
 
 
 def snapshot(folder: Path) -> list[str]:

@@ -7,31 +7,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
-from botgrpo.cli import main
+from tests.cli_helpers import assert_one_line, run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_RECIPE = ROOT / "recipes" / "arithmetic_smoke_cpu.yaml"
-
-
-def run_cli(argv: list[str], capsys) -> tuple[int, str]:
-    """(exit status, stderr) of ``botgrpo ARGV`` run in this process."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        code = main(argv)
-    return code, capsys.readouterr().err
-
-
-def assert_one_line(err: str, command: str, *parts: str) -> None:
-    lines = [line for line in err.splitlines() if line.strip()]
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"botgrpo {command}: error: "), err
-    for part in parts:
-        assert part in lines[0], (part, err)
 
 
 @pytest.fixture

@@ -411,6 +411,26 @@ def test_summarize_names_a_corrupt_record_and_writes_nothing(workdir, capsys):
     assert not (workdir / "o").exists()
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "part"),
+    [
+        ('"step": 1', '"step": "1"', "step must be a whole number"),
+        ('"sampled_solved": 0.2', '"sampled_solved": "0.2"', "sampled_solved must be a number"),
+        ('"method": "bot"', '"method": 3', "method must be a string"),
+    ],
+)
+def test_summarize_names_a_record_of_the_wrong_shape(workdir, capsys, old, new, part):
+    a = _finished_comparison(workdir / "a", 1e-4)
+    metrics = next((a / "runs").iterdir()) / "metrics.jsonl"
+    lines = metrics.read_text().splitlines()
+    lines[1] = lines[1].replace(old, new)
+    metrics.write_text("\n".join(lines) + "\n")
+    code, err = run_cli(["summarize", str(a), "--out", "o"], capsys)
+    assert code == 2
+    one_line(err, "summarize", "metrics.jsonl:2", part)
+    assert not (workdir / "o").exists()
+
+
 def test_summarize_checks_the_metric_before_writing(workdir, capsys):
     a = _finished_comparison(workdir / "a", 1e-4)
     code, err = run_cli(["summarize", str(a), "--metric", "greedy_step_acc", "--out", "o"], capsys)

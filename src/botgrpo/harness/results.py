@@ -19,7 +19,7 @@ EVAL_METRICS = {
 
 def load_records(path: str | Path) -> list[dict]:
     """Every JSON line of a metrics file; ValueError naming the file and line of a line that is
-    not a JSON object or holds a NaN or infinite number (no summary is computed from them)."""
+    not a record (see :func:`_record_problem`): no summary is computed from it."""
     records = []
     for n, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
@@ -30,11 +30,32 @@ def load_records(path: str | Path) -> list[dict]:
             raise ValueError(f"{path}:{n}: not valid JSON ({err}); rerun that run") from None
         if not isinstance(record, dict):
             raise ValueError(f"{path}:{n}: a record must be a JSON object, got {line[:40]!r}")
-        bad = [k for k, v in record.items() if isinstance(v, float) and not math.isfinite(v)]
-        if bad:
-            raise ValueError(f"{path}:{n}: {bad[0]} is {record[bad[0]]}; rerun that run")
+        problem = _record_problem(record)
+        if problem:
+            raise ValueError(f"{path}:{n}: {problem}; rerun that run")
         records.append(record)
     return records
+
+
+def _record_problem(record: dict) -> str:
+    """What is wrong with a metrics record, in words ('' when nothing): ``kind`` and ``method``
+    are strings, ``seed`` and ``step`` whole numbers >= 0, every other value a number, finite
+    in evaluations (a training record may log a diverged loss)."""
+    for key in ("kind", "method"):
+        if not isinstance(record.get(key), str):
+            return f"{key} must be a string, got {record.get(key)!r}"
+    for key in ("seed", "step"):
+        value = record.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            return f"{key} must be a whole number >= 0, got {value!r}"
+    for key, value in record.items():
+        if key in ("kind", "method", "seed", "step"):
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return f"{key} must be a number, got {value!r}"
+        if not math.isfinite(value) and record["kind"] == "eval":  # a diverged loss is data
+            return f"{key} is {value}"
+    return ""
 
 
 def collect(run_dirs: list[Path], out: Path) -> None:

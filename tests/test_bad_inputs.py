@@ -450,6 +450,11 @@ def test_a_quoted_home_folder_is_the_home_folder(monkeypatch, tmp_path):
         (["--beta", "-1"], ["beta must be a finite number >= 0"]),
         (["--epsilon", "-0.2"], ["epsilon must be a finite number >= 0"]),
         (["--importance_sampling_level", "bogus"], ["importance_sampling_level 'bogus'"]),
+        (
+            ["--advantage_estimator", "grpo", "--advantage_options", '{"scale": "x"}'],
+            ["advantage_options for 'grpo'", "scale='x'"],
+        ),
+        (["--preset", "pure", "--advantage_options", '{"form": "STRICT"}'], ["form='STRICT'"]),
         (["--preset", "grpo", "--scale_rewards", "bogus"], ["scale_rewards 'bogus'"]),
         (["--reward_weights", "nan"], ["reward_weights must be finite numbers"]),
         (["--reward_funcs", "task_reward", "task_reward", "--task", "chain"], ["twice"]),
@@ -598,3 +603,36 @@ def test_reward_helpers_refuse_values_outside_their_range():
         with pytest.raises(ValueError, match=message):
             call()
     assert clamp_local(np.array([5.0]), math.inf).tolist() == [5.0], "inf: no clamp"
+
+
+@pytest.mark.parametrize(
+    ("flags", "parts"),
+    [
+        (["--num_iterations", "0"], ["num_iterations must be >= 1"]),
+        (["--steps_per_generation", "0"], ["steps_per_generation must be >= 1"]),
+        (["--repetition_penalty", "0"], ["repetition_penalty must be a finite number > 0"]),
+        (["--top_entropy_quantile", "1.5"], ["top_entropy_quantile must be in [0, 1]"]),
+        (["--preset", "bot", "--beta", "-1"], ["beta must be a finite number >= 0"]),
+    ],
+)
+def test_train_refuses_generation_settings_in_one_line_without_warnings(
+    workdir, capsys, flags, parts
+):
+    from botgrpo.cli import main
+
+    argv = ["train", "--config", str(SMOKE_RECIPE), "--model_name_or_path", "tiny:tiny"]
+    code = main([*argv, "--output_dir", "out", *flags])
+    err = capsys.readouterr().err
+    assert code == 2
+    one_line(err, "train", *parts)  # no preset warning before the error
+
+
+def test_a_rate_outside_zero_one_in_the_records_is_refused(workdir, capsys):
+    a = _finished_comparison(workdir / "a", 1e-4)
+    metrics = next((a / "runs").iterdir()) / "metrics.jsonl"
+    metrics.write_text(
+        metrics.read_text().replace('"sampled_solved": 0.2', '"sampled_solved": 7.5')
+    )
+    code, err = run_cli(["summarize", str(a), "--out", "o"], capsys)
+    assert code == 2
+    one_line(err, "summarize", "metrics.jsonl:2", "sampled_solved is a rate")

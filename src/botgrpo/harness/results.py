@@ -55,6 +55,9 @@ def _record_problem(record: dict) -> str:
             return f"{key} must be a number, got {value!r}"
         if not math.isfinite(value) and record["kind"] == "eval":  # a diverged loss is data
             return f"{key} is {value}"
+        rate = key in EVAL_METRICS or key.startswith("pass@")
+        if rate and record["kind"] == "eval" and not 0 <= value <= 1:
+            return f"{key} is a rate, so in [0, 1]; got {value}"
     return ""
 
 

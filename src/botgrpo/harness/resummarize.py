@@ -218,7 +218,10 @@ def resummarize(
     # the same (method, seed, step) from two folders would be counted twice
     seen = {(r["kind"], r["method"], r["seed"], r["step"]) for r in records}
     if len(seen) < len(records):
-        raise ValueError("the folders hold the same runs twice: pass each comparison once")
+        raise ValueError(
+            "the records hold a (method, seed, step) twice: pass each comparison once, and "
+            "check that no run's metrics.jsonl repeats a step"
+        )
     names = tuple(sorted({r["method"] for r in records}))
     seeds = {r["seed"] for r in records}
     cfg = dataclasses.replace(

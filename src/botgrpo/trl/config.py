@@ -204,6 +204,7 @@ class BoTGRPOConfig(GRPOConfig):
                 f"{self.advantage_estimator!r}; it accepts: "
                 f"{', '.join(getattr(estimator, 'options', ())) or 'none'}"
             )
+        _check_option_values(estimator, self.advantage_estimator, options)
         _check_number("w_g", self.w_g, positive=True)
         _check_number("w_s", self.w_s, positive=False)
         _check_number("advantage_eps", self.advantage_eps, positive=False)
@@ -256,6 +257,15 @@ class BoTGRPOConfig(GRPOConfig):
         for weight in self.reward_weights or ():
             if not (isinstance(weight, int | float) and math.isfinite(weight)):
                 raise ValueError(f"reward_weights must be finite numbers, got {weight!r}")
+        if self.num_iterations < 1:
+            raise ValueError(f"num_iterations must be >= 1, got {self.num_iterations}")
+        if self.steps_per_generation is not None and self.steps_per_generation < 1:
+            raise ValueError(f"steps_per_generation must be >= 1, got {self.steps_per_generation}")
+        _check_number("repetition_penalty", self.repetition_penalty, positive=True)
+        if not 0 <= self.top_entropy_quantile <= 1:
+            raise ValueError(
+                f"top_entropy_quantile must be in [0, 1], got {self.top_entropy_quantile}"
+            )
         if self.top_k is not None and self.top_k < 0:
             raise ValueError(f"top_k must be >= 0 (0 = off), got {self.top_k}")
         if self.loss_type is not None and self.loss_type not in LOSS_TYPES:
@@ -292,6 +302,31 @@ def _parse_mapping(name: str, text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"{name} must be a JSON object, got {text!r}")
     return value
+
+
+def _check_option_values(estimator, name: str, options: dict[str, Any]) -> None:
+    """Run the estimator once on a two-rollout dummy group with ``options``, so an option value
+    it refuses (e.g. scale='x') fails now, not at the first training step."""
+    import torch
+
+    if not options:
+        return
+    dummy: dict[str, Any] = {}
+    accepted = set(getattr(estimator, "options", ()))
+    if "steps_BT" in accepted and "steps_BT" not in options:
+        dummy["steps_BT"] = torch.zeros(2, 2, dtype=torch.long)
+    if "outcome_B" in accepted and "outcome_B" not in options:
+        dummy["outcome_B"] = torch.tensor([0.0, 1.0])
+    try:
+        estimator(
+            torch.tensor([[0.0, 1.0], [1.0, 0.0]]),
+            torch.ones(2, 2, dtype=torch.bool),
+            torch.zeros(2, dtype=torch.long),
+            **dummy,
+            **options,
+        )
+    except ValueError as err:
+        raise ValueError(f"advantage_options for {name!r}: {err}") from None
 
 
 def _bf16_accelerator() -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 import sys
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -283,11 +284,15 @@ def parse_train_args(
         path = arg.split("=", 1)[1] if arg.startswith("--config=") else path
         if path is not None:
             check_yaml_mapping(path, "--config")
-    try:
-        script_args, config, model_args = make_train_parser().parse_args_and_config(argv)
-        check_basic_field_types(model_args)
-    except (ValueError, TypeError) as err:
-        raise UsageError(" ".join(str(err).split())) from err
+    with warnings.catch_warnings(record=True) as caught:  # shown only when the parse succeeds
+        warnings.simplefilter("default")
+        try:
+            script_args, config, model_args = make_train_parser().parse_args_and_config(argv)
+            check_basic_field_types(model_args)
+        except (ValueError, TypeError) as err:
+            raise UsageError(" ".join(str(err).split())) from err
+    for w in caught:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return script_args, config, model_args
 
 

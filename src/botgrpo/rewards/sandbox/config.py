@@ -68,8 +68,9 @@ class SandboxConfig:
 
     def __post_init__(self) -> None:
         _require(
-            _finite_positive(self.timeout_s),
-            f"timeout_s must be a finite number of seconds > 0, got {self.timeout_s!r}",
+            _finite_positive(self.timeout_s) and self.timeout_s <= MAX_TIMEOUT_S,
+            f"timeout_s must be a finite number of seconds > 0 and at most {MAX_TIMEOUT_S}, "
+            f"got {self.timeout_s!r}",
         )
         _require(
             self.cpu_time_s is None or _finite_positive(self.cpu_time_s),
@@ -100,6 +101,10 @@ class SandboxConfig:
         if self.cpu_time_s is None:
             return math.ceil(self.timeout_s) + 1
         return math.ceil(self.cpu_time_s)
+
+
+#: The longest wall-clock limit a sandboxed program may get (a day).
+MAX_TIMEOUT_S = 86_400
 
 
 def _finite_positive(value: object) -> bool:

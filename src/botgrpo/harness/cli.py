@@ -32,9 +32,10 @@ DEMO_DEFAULTS = {
 
 def _parse(
     argv: Sequence[str], prog: str, description: str, defaults: dict | None
-) -> CompareConfig:
-    """The comparison's config from flags, with every input checked (the task, its problems,
-    the output folder, init_model) before anything is created; :class:`UsageError` otherwise."""
+) -> tuple[CompareConfig, object]:
+    """(the comparison's config from flags, its task), with every input checked (the task,
+    its problems, the output folder, init_model) before anything is created;
+    :class:`UsageError` otherwise."""
     from botgrpo.harness.compare import check_inputs
 
     parser = one_line_parser_errors(argparse.ArgumentParser(prog=prog, description=description))
@@ -45,40 +46,40 @@ def _parse(
         raise UsageError(str(err)) from err
     check_task_spec(cfg.task)  # before the warm start: a bad task fails in a second
     try:
-        check_inputs(cfg)
+        return cfg, check_inputs(cfg)
     except ValueError as err:
         raise UsageError(f"{err}") from err
-    return cfg
 
 
-def _run_comparison(cfg: CompareConfig) -> Path:
-    """``compare(cfg)``, with a finished run of other settings reported as a usage error."""
+def _run_comparison(cfg: CompareConfig, task) -> Path:
+    """``compare(cfg, task)``, with a finished run of other settings reported as a usage
+    error."""
     from botgrpo.harness.compare import compare
     from botgrpo.harness.runner import SettingsChanged
 
     try:
-        return compare(cfg)
+        return compare(cfg, task)
     except SettingsChanged as err:
         raise UsageError(str(err)) from err
 
 
 def compare_main(argv: Sequence[str]) -> int:
     """``botgrpo compare [--flags]``: run a comparison, print the summary."""
-    cfg = _parse(
+    cfg, task = _parse(
         argv,
         "botgrpo compare",
         "Methods x seeds on one task from one warm start; writes metrics.jsonl, "
         "curves.png and summary.md under OUT_DIR/NAME.",
         None,
     )
-    summary = _run_comparison(cfg)
+    summary = _run_comparison(cfg, task)
     print(f"summary: {summary}\nplot:    {summary.parent / 'curves.png'}")
     return 0
 
 
 def demo_main(argv: Sequence[str]) -> int:
     """``botgrpo demo``: `compare` with grpo and bot on the default task at a small budget."""
-    cfg = _parse(
+    cfg, task = _parse(
         argv,
         "botgrpo demo",
         "GRPO vs BoT-GRPO on the built-in chain-arithmetic task with a tiny offline "
@@ -92,7 +93,7 @@ def demo_main(argv: Sequence[str]) -> int:
         f"seed{'s' * (cfg.seeds != 1)} x {cfg.steps} steps (shows learning; which method is "
         "faster needs 3+ seeds: `botgrpo compare --seeds 5`, results in docs/results/)"
     )
-    summary = _run_comparison(cfg)
+    summary = _run_comparison(cfg, task)
     print(f"summary: {summary}\nplot:    {summary.parent / 'curves.png'}")
     return 0
 

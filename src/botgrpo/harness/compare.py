@@ -230,13 +230,14 @@ def starting_checkpoint(cfg: CompareConfig, task, *, use_packaged: bool = True) 
     )
 
 
-def compare(cfg: CompareConfig) -> Path:
-    """Run the whole comparison; returns the path of ``summary.md``."""
+def compare(cfg: CompareConfig, task=None) -> Path:
+    """Run the whole comparison; returns the path of ``summary.md``. ``task``: the task that
+    :func:`check_inputs` returned for ``cfg``, when the caller has checked already."""
     from botgrpo.harness.plots import plot_curves, plot_lr_sweep
     from botgrpo.harness.results import collect, load_records
     from botgrpo.harness.summary import write_summary
 
-    task = check_inputs(cfg)
+    task = check_inputs(cfg) if task is None else task
     root = Path(cfg.out_dir) / cfg.name
     start = time.perf_counter()
     model_path: str | Path

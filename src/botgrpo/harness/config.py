@@ -14,6 +14,7 @@ import typing
 from dataclasses import dataclass
 
 from botgrpo.harness.results import EVAL_METRICS
+from botgrpo.rewards.configs import matches_basic
 from botgrpo.trl.presets import PRESETS
 from botgrpo.usage import check_finite_number, check_folder_name, check_unique, parse_bool
 
@@ -222,20 +223,12 @@ def check_field_types(obj: object) -> None:
         value, hint = getattr(obj, f.name), hints[f.name]
         if typing.get_origin(hint) is tuple:
             inner = typing.get_args(hint)[0]
-            ok = isinstance(value, tuple | list) and all(_is_a(v, inner) for v in value)
+            ok = isinstance(value, tuple | list) and all(matches_basic(v, (inner,)) for v in value)
             shown = f"a list of {inner.__name__}"
         else:
-            ok, shown = _is_a(value, hint), hint.__name__
+            ok, shown = matches_basic(value, (hint,)), hint.__name__
         if not ok:
             raise ValueError(f"{f.name} must be {shown}, got {value!r}")
-
-
-def _is_a(value: object, hint: type) -> bool:
-    if hint is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, hint)
 
 
 def _field_docs(cls: type) -> dict[str, str]:

@@ -6,16 +6,37 @@
 - transforms it to CommonJS with esbuild (automatic JSX runtime, source map kept),
 - lints it with ESLint 9 (eslint-plugin-react, react-hooks and error-prone core rules),
 - renders it in a fresh jsdom window with React 19's ``act()`` (effects run), with stubs for
-  matchMedia, ResizeObserver and IntersectionObserver; loops are cut by a vm timeout, runtime
-  errors are mapped back to source lines; and tells whether the page is blank (no visible
-  text and no img/svg/canvas/input/button/... element).
+  matchMedia, ResizeObserver and IntersectionObserver; loops are cut by a vm timeout (blamed on
+  the loop or function that was running), runtime errors are mapped back to source lines; and
+  tells whether the page is blank and what text it shows.
+
+Blank means nothing visible: no text (text that stubs carry counts), no img/svg/canvas/input/
+button/... element, and no stub that stands for a control or a medium (``Button``, ``Input``,
+``Avatar``, ``Chart``, ...). A component that needs props (a page's piece) and fails without
+them is rendered again with stand-in props: when that works it counts as rendered, with a
+"needs-props" warning on its declaration. An async component (a server-component page) is
+awaited.
 
 Imports (the unknown-import policy): ``react``, ``react-dom``, ``react-dom/client`` and the JSX
-runtimes are real; style sheets and assets (``./App.css``, ``logo.svg``) are empty modules;
-Node built-ins (``fs``, ``child_process``, ``node:*``) throw, so the render fails; any other
-module (``lucide-react``, ``recharts``, ``./Button``) is a stub whose every export is a
-component rendering nothing, reported as a "unknown-import" warning on its import line.
-``React`` is also a global (ESLint knows it), as on pages that load React from a script tag.
+runtimes are real; style sheets are empty modules (CSS modules map each class to its name);
+images, media and fonts are URLs (an SVG also exports ``ReactComponent``, an icon); Node
+built-ins (``fs``, ``child_process``, ``node:*``) throw, so the render fails; any other module
+(``lucide-react``, ``@/components/ui/card``, ``./Button``) is a stub that behaves like a
+permissive library, reported as an "unknown-import" warning on its import line (so a user sees
+what was not checked):
+
+- its components render their children (a function child is a render prop), ``render*``
+  props, element and data props (``items``, ``columns``, ``options``: the strings under
+  ``title``/``label``/``name``/...) and visibly-text props (``title``, ``label``,
+  ``placeholder``, ``description``, ...) in a ``<div data-stub="Name">``; members named after
+  a tag (``motion.div``) render that tag; icon-like exports (an icon set's, ``*Icon``) an svg;
+- its hooks and functions (``useTheme()``, ``Autoplay({...})``, ``cn()``) return stand-ins that
+  can be destructured, called, iterated and read at any depth; flag-like names (``isLoading``,
+  ``disabled``, ``error``) read false, so guarded branches stay closed.
+
+A runtime error in the component's own code is still a render failure on its line; an error
+React raises while placing what a stub rendered is blamed on the line that used the stub.
+``React`` and ``process.env`` are globals (ESLint knows them), as bundlers provide.
 
 >>> [r] = check_components(["export default () => <p>hi</p>;\\n"])
 >>> r.compiled, r.rendered, r.blank, r.diagnostics
@@ -54,15 +75,15 @@ class ReactDiagnostic:
     """One finding about a component."""
 
     line: int | None
-    """1-based line within the code; None for a finding about the whole code (a render
-    timeout, "not a component")."""
+    """1-based line within the code; None for a finding about the whole code ("not a
+    component", a timeout outside any loop or function)."""
     source: Source
     """"compile" (parser or transform), "lint" (ESLint) or "render" (jsdom)."""
     severity: Severity
     """"fatal" (compile errors, runtime errors, timeouts), "error" or "warning"."""
     rule: str | None
     """ESLint rule, Babel reason code, "runtime-error", "timeout", "unknown-import",
-    "not-a-component", "worker" (the worker died on this item), or None."""
+    "needs-props", "not-a-component", "worker" (the worker died on this item), or None."""
     message: str
     """Human-readable description."""
 
@@ -86,6 +107,9 @@ class ReactCheck:
     """Modules replaced by stubs."""
     timings_ms: dict[str, float] = field(default_factory=dict)
     """Milliseconds per stage in the worker ("compile", "lint", "render")."""
+    text: str | None = None
+    """The rendered page's visible text, whitespace collapsed, at most 4000 characters (None:
+    nothing rendered)."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +185,7 @@ def _parse_check(reply: dict[str, Any]) -> ReactCheck:
         ),
         unknown_imports=tuple(str(m) for m in reply.get("unknown_imports", ())),
         timings_ms={str(k): float(v) for k, v in (reply.get("timings_ms") or {}).items()},
+        text=reply.get("text") if isinstance(reply.get("text"), str) else None,
     )
 
 

@@ -3,6 +3,7 @@
 
 const { parseCode } = require("./parse");
 const { transformCode } = require("./transform");
+const { instrument } = require("./guards");
 const { lintCode } = require("./lint");
 const { renderCode } = require("./render");
 
@@ -24,7 +25,7 @@ function unknownImportDiagnostics(imports, unknown) {
       source: "render",
       severity: "warning",
       rule: "unknown-import",
-      message: `'${name}' is not available here; it was replaced by a stub whose exports render nothing`,
+      message: `'${name}' is not available here; it was replaced by a stub (its components render their children and text, its hooks and functions return stand-ins), so its use was not checked`,
     });
   }
   return out;
@@ -32,6 +33,16 @@ function unknownImportDiagnostics(imports, unknown) {
 
 function notAComponent(message) {
   return { line: null, source: "render", severity: "error", rule: "not-a-component", message };
+}
+
+// The code with line guards, transformed; the plain code when esbuild rejects the guarded one
+// (its diagnostics, when it rejects that too, are the compile verdict).
+function transformForRender(code, guards) {
+  if (guards.length) {
+    const guarded = transformCode(instrument(code, guards));
+    if (!guarded.diagnostics) return guarded;
+  }
+  return transformCode(code);
 }
 
 function checkCode(req) {
@@ -47,14 +58,14 @@ function checkCode(req) {
   let compiled = diagnostics.length === 0;
   let transformed = null;
   if (compiled) {
-    transformed = transformCode(code);
+    transformed = transformForRender(code, parsed.guards);
     if (transformed.diagnostics) {
       diagnostics = diagnostics.concat(transformed.diagnostics);
       compiled = false;
     }
   }
   timings.compile = elapsed(t);
-  const result = { compiled, rendered: null, blank: null, is_component: parsed.hasJsx, component: null, unknown_imports: [] };
+  const result = { compiled, rendered: null, blank: null, text: null, is_component: parsed.hasJsx, component: null, unknown_imports: [] };
   if (compiled && req.lint !== false) {
     t = process.hrtime.bigint();
     diagnostics = diagnostics.concat(lintCode(code, parsed.hasTypes));
@@ -64,7 +75,7 @@ function checkCode(req) {
     t = process.hrtime.bigint();
     const r = renderCode(transformed.code, transformed.lines, parsed.candidates, timeoutMs);
     timings.render = elapsed(t);
-    Object.assign(result, { rendered: r.rendered, blank: r.blank, component: r.component, unknown_imports: r.unknown });
+    Object.assign(result, { rendered: r.rendered, blank: r.blank, text: r.rendered ? r.text : null, component: r.component, unknown_imports: r.unknown });
     if (r.component !== null) result.is_component = true;
     diagnostics = diagnostics.concat(r.diagnostics, unknownImportDiagnostics(parsed.imports, r.unknown));
     if (r.component === null && r.diagnostics.length === 0) {

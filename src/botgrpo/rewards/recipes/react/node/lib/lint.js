@@ -68,7 +68,8 @@ const RULES = {
   "no-compare-neg-zero": WARN,
 };
 const UNUSED = [WARN, { args: "none", ignoreRestSiblings: true }];
-const GLOBALS = { ...globals.browser, ...globals.es2021, React: "readonly" };
+// React as a global (pages that load it from a script tag) and process.env (bundlers define it).
+const GLOBALS = { ...globals.browser, ...globals.es2021, React: "readonly", process: "readonly" };
 const PLUGINS = { react: reactPlugin, "react-hooks": hooksPlugin };
 const SETTINGS = { react: { version: "19.0" } };
 

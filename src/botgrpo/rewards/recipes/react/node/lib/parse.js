@@ -2,6 +2,7 @@
 // Compile verdicts: @babel/parser in TSX mode (JSX + TypeScript), every recoverable error with its line.
 
 const babel = require("@babel/parser");
+const { guardsFor } = require("./guards");
 
 const PARSE_OPTIONS = {
   sourceType: "module",
@@ -47,20 +48,22 @@ function componentCandidates(program) {
 }
 
 // Parse `code`; returns {diagnostics, imports: [{name, line}], hasJsx, hasTypes,
-// candidates: {ComponentName: line}}.
+// candidates: {ComponentName: line}, guards: the line guards' insertions (lib/guards.js)}.
 function parseCode(code) {
   let ast;
   try {
     ast = babel.parse(code, PARSE_OPTIONS);
   } catch (err) {
-    return { diagnostics: [compileDiagnostic(err)], imports: [], hasJsx: false, hasTypes: false, candidates: {} };
+    return { diagnostics: [compileDiagnostic(err)], imports: [], hasJsx: false, hasTypes: false, candidates: {}, guards: [] };
   }
   const diagnostics = (ast.errors || []).map(compileDiagnostic);
   const imports = [];
   let hasJsx = false;
   let hasTypes = false;
   let createsElements = false;
+  const guards = [];
   walk(ast.program, (node) => {
+    if (node.loc) guards.push(...guardsFor(node));
     if (node.type.startsWith("TS")) hasTypes = true;
     if (node.type === "JSXElement" || node.type === "JSXFragment") hasJsx = true;
     else if (node.type === "ImportDeclaration" || node.type === "ExportNamedDeclaration" || node.type === "ExportAllDeclaration") {
@@ -82,6 +85,7 @@ function parseCode(code) {
     hasJsx: hasJsx || createsElements,
     hasTypes,
     candidates: componentCandidates(ast.program),
+    guards,
   };
 }
 

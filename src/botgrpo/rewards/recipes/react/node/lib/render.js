@@ -9,9 +9,9 @@ const vm = require("node:vm");
 const { JSDOM, VirtualConsole } = require("jsdom");
 const { vendorSource } = require("./vendor");
 const { originalLine } = require("./sourcemap");
+const { wrapModule } = require("./wrap");
 
 const HTML = '<!DOCTYPE html><html><head><meta charset="utf-8"></head><body><div id="root"></div></body></html>';
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 const BROWSER_STUBS = new vm.Script(
   `(() => {
@@ -37,6 +37,8 @@ const BROWSER_STUBS = new vm.Script(
     globalThis.HTMLCanvasElement.prototype.getContext = () => context2d;
     globalThis.HTMLCanvasElement.prototype.toDataURL = () => "data:,";
   }
+  // What bundlers give a page: process.env (NODE_ENV and nothing else).
+  if (typeof globalThis.process === "undefined") globalThis.process = { env: { NODE_ENV: "development" }, browser: true };
   // No network while checking: requests fail later, as they would offline.
   globalThis.fetch = () => Promise.reject(new TypeError("Failed to fetch (no network while rendering)"));
   if (globalThis.Element) globalThis.Element.prototype.scrollIntoView = noop;
@@ -80,15 +82,7 @@ function errorLine(stack, lines, candidates) {
   return null;
 }
 
-function wrap(cjs, candidates) {
-  const names = Object.keys(candidates)
-    .filter((n) => IDENTIFIER.test(n))
-    .map((n) => `${JSON.stringify(n)}: typeof ${n} === "undefined" ? undefined : ${n}`)
-    .join(", ");
-  return `__botgrpo.mount(function (module, exports, require, __botgrpo_found) {${cjs}\n;__botgrpo_found.names = {${names}};\n});`;
-}
-
-// `candidates`: {ComponentName: declaration line}. Returns {rendered, blank, component,
+// `candidates`: {ComponentName: declaration line}. Returns {rendered, blank, text, component,
 // unknown, diagnostics}.
 function renderCode(cjs, lines, candidates, timeoutMs) {
   const dom = newWindow();
@@ -96,14 +90,17 @@ function renderCode(cjs, lines, candidates, timeoutMs) {
   try {
     BROWSER_STUBS.runInContext(context);
     vendor().runInContext(context);
+    // Taken before the component runs (it could rebind the globals).
+    const [lastLine, settled] = vm.runInContext("[__botgrpo.lastLine, __botgrpo.settled]", context);
     let result;
     try {
-      const script = new vm.Script(wrap(cjs, candidates), { filename: "component.js" });
+      const script = new vm.Script(wrapModule(cjs, candidates), { filename: "component.js" });
       result = JSON.parse(script.runInContext(context, { timeout: timeoutMs }));
+      if (result.pending) result = JSON.parse(settled() || '{"errors": [], "rendered": false, "never_settled": true}');
     } catch (err) {
       if (err && err.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
         const message = `render did not finish within ${timeoutMs} ms (an endless loop?)`;
-        return timedOut(message);
+        return timedOut(message, lastLine());
       }
       throw err;
     }
@@ -114,9 +111,12 @@ function renderCode(cjs, lines, candidates, timeoutMs) {
       rule: "runtime-error",
       message: String(e.message).slice(0, 500),
     }));
+    if (result.never_settled) diagnostics.push(neverSettled());
+    if (result.stand_in) diagnostics.push(standInDiagnostic(result, candidates));
     return {
       rendered: Boolean(result.rendered),
       blank: result.blank === null ? null : Boolean(result.blank),
+      text: typeof result.text === "string" ? result.text : "",
       component: result.component,
       unknown: Array.isArray(result.unknown) ? result.unknown.map(String) : [],
       diagnostics,
@@ -126,13 +126,32 @@ function renderCode(cjs, lines, candidates, timeoutMs) {
   }
 }
 
-function timedOut(message) {
+// The component failed without props and rendered with stand-ins: a warning on its declaration.
+function standInDiagnostic(result, candidates) {
+  const name = [result.function_name, result.component].find((n) => n && Object.prototype.hasOwnProperty.call(candidates, n));
+  return {
+    line: name ? candidates[name] : null,
+    source: "render",
+    severity: "warning",
+    rule: "needs-props",
+    message: `it failed without props (${String(result.stand_in).slice(0, 200)}); it rendered with stand-in props`,
+  };
+}
+
+function neverSettled() {
+  const message = "the async component never resolved (it awaits something that does not settle offline)";
+  return { line: null, source: "render", severity: "fatal", rule: "timeout", message };
+}
+
+// A render cut by the time limit, blamed on the line its guards recorded last (null: none ran).
+function timedOut(message, line) {
   return {
     rendered: false,
     blank: null,
+    text: "",
     component: null,
     unknown: [],
-    diagnostics: [{ line: null, source: "render", severity: "fatal", rule: "timeout", message }],
+    diagnostics: [{ line: Number.isInteger(line) && line > 0 ? line : null, source: "render", severity: "fatal", rule: "timeout", message }],
   };
 }
 

@@ -11,6 +11,7 @@ const puppeteer = require("puppeteer-core");
 const { parseCode } = require("./parse");
 const { transformCode } = require("./transform");
 const { vendorSource, NODE_DIR } = require("./vendor");
+const { wrapModule } = require("./wrap");
 
 const CHROMIUM_ARGS = [
   "--no-sandbox",
@@ -24,7 +25,6 @@ const CHROMIUM_ARGS = [
   "--hide-scrollbars",
   "--mute-audio",
 ];
-const IDENTIFIER = /^[A-Za-z_$][\w$]*$/;
 
 function chromiumPath() {
   const candidates = [process.env.BOTGRPO_CHROMIUM, "/usr/bin/chromium", "/usr/bin/chromium-browser"];
@@ -34,13 +34,10 @@ function chromiumPath() {
 }
 
 function pageHtml(cjs, candidates) {
-  const names = Object.keys(candidates)
-    .filter((n) => IDENTIFIER.test(n))
-    .map((n) => `${JSON.stringify(n)}: typeof ${n} === "undefined" ? undefined : ${n}`)
-    .join(", ");
-  const body = `window.__botgrpo_result = __botgrpo.mount(function (module, exports, require, __botgrpo_found) {${cjs}\n;__botgrpo_found.names = {${names}};\n}, { browser: true });`;
+  const body = `window.__botgrpo_result = ${wrapModule(cjs, candidates, "{ browser: true }")}`;
   return (
     '<!DOCTYPE html><html><head><meta charset="utf-8">' +
+    '<script>if (typeof process === "undefined") window.process = { env: { NODE_ENV: "development" }, browser: true };</script>' +
     '<script src="tailwind.js"></script><script src="vendor.js"></script></head>' +
     `<body><div id="root"></div><script>${body.replace(/<\/script/gi, "<\\/script")}</script></body></html>`
   );
@@ -104,7 +101,10 @@ function createShooter() {
       await p.setViewport({ width, height });
       await p.goto(`file://${file}`, { waitUntil: "load", timeout: timeoutMs });
       const settle = p.evaluate(
-        () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => resolve(String(window.__botgrpo_result || "null"))))),
+        () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => {
+          const first = String(window.__botgrpo_result || "null");
+          resolve(first.includes('"pending"') ? window.__botgrpo.settled() || "null" : first); // an async page settles later
+        }))),
       );
       const state = await withDeadline(settle, timeoutMs, "the page did not settle");
       const shot = p.screenshot({ type: "png", encoding: "base64", clip: { x: 0, y: 0, width, height } });

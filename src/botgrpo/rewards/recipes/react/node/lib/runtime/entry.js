@@ -6,6 +6,7 @@ import * as JsxRuntime from "react/jsx-runtime";
 import * as JsxDevRuntime from "react/jsx-dev-runtime";
 import { mount } from "./mount.js";
 import { makeRequire } from "./modules.js";
+import { makeStubs } from "./stubs.js";
 
 const known = {
   react: React,
@@ -15,6 +16,12 @@ const known = {
   "react/jsx-dev-runtime": JsxDevRuntime,
 };
 const state = { unknown: [] };
+// Loop and function entries in the component record their source line here (lib/guards.js),
+// so a render cut by the time limit can say which line was running.
+let lastLine = null;
+// The description of a page whose component is async (mount() returned "pending").
+let settled = null;
+const stubs = makeStubs(React);
 globalThis.React = React;
 globalThis.IS_REACT_ACT_ENVIRONMENT = true;
 globalThis.__botgrpo = {
@@ -22,6 +29,17 @@ globalThis.__botgrpo = {
   ReactDOM,
   ReactDOMClient,
   state,
-  require: makeRequire(known, state),
+  stubs,
+  require: makeRequire(known, state, stubs),
+  at: (line) => {
+    lastLine = line;
+  },
+  lastLine: () => (typeof lastLine === "number" ? lastLine : null),
+  settle: (promise) => {
+    promise.then((json) => {
+      settled = json;
+    });
+  },
+  settled: () => (typeof settled === "string" ? settled : null),
   mount: (factory, options) => mount(factory, globalThis.__botgrpo, options),
 };

@@ -1,5 +1,6 @@
 // Run the component module, find the component, render it with act() so effects run, and
-// describe the page: errors with their stacks, blank or not. Returns a JSON string.
+// describe the page: errors with their stacks, its visible text, blank or not. Returns a JSON
+// string.
 
 const VISIBLE_ELEMENTS = "img,svg,canvas,video,picture,iframe,input,button,textarea,select,progress,meter";
 
@@ -21,13 +22,15 @@ function pickComponent(exports, candidates) {
   return found ? { value: top[found], name: found } : null;
 }
 
-// The error's own stack, then React's component stack (the component being rendered when
-// React itself threw, e.g. "Objects are not valid as a React child").
-function describeError(error, info) {
+// The error's own stack; when it has no frame in the component's code, where the stub being
+// placed was used; then React's component stack (the component being rendered when React
+// itself threw, e.g. "Objects are not valid as a React child").
+function describeError(error, info, stubs) {
   const componentStack = info && typeof info.componentStack === "string" ? info.componentStack : "";
   if (error !== null && typeof error === "object") {
-    const stack = `${String(error.stack || "")}\n${componentStack}`;
-    return { message: `${error.name || "Error"}: ${error.message}`, stack };
+    const own = String(error.stack || "");
+    const site = own.includes("component.js:") ? "" : stubs.useSite(componentStack);
+    return { message: `${error.name || "Error"}: ${error.message}`, stack: `${own}\n${site}\n${componentStack}` };
   }
   return { message: `thrown: ${String(error)}`, stack: componentStack };
 }
@@ -48,57 +51,146 @@ function makeBoundary(React) {
   };
 }
 
-function pageIsBlank(doc) {
+const HIDDEN_TEXT = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"]);
+const MAX_TEXT = 4000;
+
+// The page's visible text (text nodes outside script/style/template and [hidden]), whitespace
+// collapsed, at most MAX_TEXT characters.
+function visibleText(doc) {
   const body = doc.body;
-  if (!body) return true;
-  const text = typeof body.innerText === "string" ? body.innerText : body.textContent;
-  if ((text || "").trim()) return false;
-  return body.querySelector(VISIBLE_ELEMENTS) === null;
+  if (!body) return "";
+  const walker = doc.createTreeWalker(body, 4 /* NodeFilter.SHOW_TEXT */);
+  const parts = [];
+  let length = 0;
+  for (let node = walker.nextNode(); node !== null && length < MAX_TEXT; node = walker.nextNode()) {
+    const parent = node.parentElement;
+    if (parent && (HIDDEN_TEXT.has(parent.tagName) || parent.closest("[hidden]"))) continue;
+    const text = node.nodeValue.replace(/\s+/g, " ");
+    if (!text.trim()) continue;
+    parts.push(text);
+    length += text.length;
+  }
+  return parts.join("").replace(/\s+/g, " ").trim().slice(0, MAX_TEXT);
 }
 
+// Blank: no visible text, no media or form control, and no stub that stands for one.
+function pageIsBlank(doc, text) {
+  if (text) return false;
+  const body = doc.body;
+  return !body || body.querySelector(`${VISIBLE_ELEMENTS},[data-stub-visible]`) === null;
+}
+
+const PENDING = JSON.stringify({ pending: true });
+
+function isAsyncFunction(value) {
+  return Object.prototype.toString.call(value) === "[object AsyncFunction]";
+}
+
+function isPlainFunction(value) {
+  return typeof value === "function" && !(value.prototype && value.prototype.isReactComponent);
+}
+
+// Run the module, pick the component and render it. Synchronous components give the page's
+// description (a JSON string) at once; an async component (a server-component page) is awaited
+// in microtasks, which the vm drains before it returns: then mount() gives PENDING and the
+// description arrives through runtime.settle().
 export function mount(factory, runtime, options) {
-  const { React, ReactDOM, ReactDOMClient, state } = runtime;
+  const { React, ReactDOM, ReactDOMClient, state, stubs } = runtime;
   // act() flushes effects synchronously (jsdom); a browser renders with flushSync and lets
   // effects run on their own before the screenshot.
   const flush = options && options.browser ? (fn) => ReactDOM.flushSync(fn) : (fn) => React.act(fn);
-  const errors = [];
-  const record = (error, info) => errors.push(describeError(error, info));
+  let errors = [];
+  const record = (error, info) => errors.push(describeError(error, info, stubs));
   const module = { exports: {} };
   const found = { names: {} };
   let component = null;
   let selfMounted = false;
+  let standIn = null;
   const doc = globalThis.document;
   const container = doc.getElementById("root");
   const before = doc.body.childNodes.length;
+  const Boundary = makeBoundary(React);
+  let root = null;
+
+  function show(element) {
+    if (root !== null) {
+      flush(() => root.unmount());
+      container.textContent = "";
+    }
+    root = ReactDOMClient.createRoot(container, { onUncaughtError: record, onCaughtError: record, onRecoverableError: record });
+    try {
+      flush(() => root.render(React.createElement(Boundary, null, element)));
+      flush(() => {});
+    } catch (error) {
+      record(error);
+    }
+  }
+
+  // A component that fails without props (a page's piece, a layout) is rendered once more with
+  // stand-in props; the first errors stand when that fails too.
+  function retryWithStandIns(render) {
+    const first = errors;
+    errors = [];
+    render(stubs.stub("props"));
+    if (errors.length) errors = first;
+    else standIn = first[0].message;
+  }
+
+  function describe() {
+    const rendered = errors.length === 0 && (component !== null || selfMounted);
+    const text = rendered ? visibleText(doc) : "";
+    return JSON.stringify({
+      errors,
+      component: component ? component.name : selfMounted ? "self-mounted" : null,
+      function_name: component && typeof component.value === "function" ? String(component.value.name || "") : "",
+      stand_in: standIn,
+      rendered,
+      blank: rendered ? pageIsBlank(doc, text) : null,
+      text,
+      unknown: state.unknown,
+    });
+  }
+
   try {
     flush(() => {
-      factory(module, module.exports, runtime.require, found);
+      factory(module, module.exports, runtime.require, found, runtime.at);
     });
     selfMounted = container.childNodes.length > 0 || doc.body.childNodes.length > before;
     component = pickComponent(module.exports, found.names);
   } catch (error) {
     record(error);
   }
-  if (!errors.length && component && !selfMounted) {
-    const root = ReactDOMClient.createRoot(container, {
-      onUncaughtError: record,
-      onCaughtError: record,
-      onRecoverableError: record,
-    });
-    try {
-      const Boundary = makeBoundary(React);
-      flush(() => root.render(React.createElement(Boundary, null, React.createElement(component.value))));
-      flush(() => {});
-    } catch (error) {
-      record(error);
-    }
+  if (errors.length || !component || selfMounted) return describe();
+  const Component = component.value;
+  if (isAsyncFunction(Component)) {
+    const awaited = async (props) => {
+      try {
+        const tree = await Component(props);
+        show(React.createElement(function AsyncPage() {
+          return tree;
+        }));
+      } catch (error) {
+        record(error);
+      }
+    };
+    runtime.settle(
+      awaited({}).then(async () => {
+        if (!errors.length || Component.length < 1) return describe();
+        const first = errors;
+        errors = [];
+        await awaited(stubs.stub("props"));
+        if (errors.length) errors = first;
+        else standIn = first[0].message;
+        return describe();
+      }),
+    );
+    return PENDING;
   }
-  const rendered = errors.length === 0 && (component !== null || selfMounted);
-  return JSON.stringify({
-    errors,
-    component: component ? component.name : selfMounted ? "self-mounted" : null,
-    rendered,
-    blank: rendered ? pageIsBlank(doc) : null,
-    unknown: state.unknown,
-  });
+  show(React.createElement(Component));
+  if (errors.length && isPlainFunction(Component) && Component.length >= 1) {
+    retryWithStandIns((props) => show(React.createElement(function WithStandInProps() {
+      return Component(props);
+    })));
+  }
+  return describe();
 }

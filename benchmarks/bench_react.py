@@ -1,7 +1,8 @@
 """Throughput of the React rewards: compile + lint + jsdom render against compile + lint only.
 
 A batch of N (default 64) components of about 40 lines (state, effects, lists, handlers; every
-fourth has a lint finding, every eighth throws while rendering) goes through
+second builds on a UI kit the checker stubs: cards, buttons, icons, a toast hook; every fourth
+has a lint finding, every eighth throws while rendering) goes through
 
 1. one sandboxed Node worker with DOM render, then the same batch without render (the ratio
    is the cost of the render stage), with the mean milliseconds per stage;
@@ -9,9 +10,10 @@ fourth has a lint finding, every eighth throws while rendering) goes through
    on a pool of ``--workers`` workers, in rewards per second per batch;
 3. screenshots in headless Chromium with a warm browser.
 
-Also prints the worker's start-up time (spawn in the sandbox until it answers).
+Also prints the worker's start-up time (spawn in the sandbox until it answers) and the share of
+the valid components judged rendered and shown (not blank): every one should be.
 Targets (issue 10): >= 20 components/s per worker with render, start-up <= 3 s, screenshot
-<= 0.3 s each with a warm browser.
+<= 0.3 s each with a warm browser; (issue 19) every valid component rendered and shown.
 Run: .venv/bin/python benchmarks/bench_react.py [--n 64] [--workers 2] [--shots 8]
 """
 
@@ -73,8 +75,50 @@ export default function Board{k}() {{
 """
 
 
+LIBRARY_TEMPLATE = """import {{ useState }} from "react";
+import {{ Card, CardContent, CardHeader, CardTitle }} from "@/components/ui/card";
+import {{ Button }} from "@/components/ui/button";
+import {{ Badge }} from "@/components/ui/badge";
+import {{ CheckCircle, Circle }} from "lucide-react";
+import {{ useToast }} from "@/hooks/use-toast";
+
+const ITEMS = [
+  {{ id: 1, title: "Alpha {k}", done: false }},
+  {{ id: 2, title: "Beta {k}", done: true }},
+  {{ id: 3, title: "Gamma {k}", done: false }},
+];
+
+export default function Board{k}() {{
+  const [items, setItems] = useState(ITEMS);
+  const {{ toast }} = useToast();{extra}
+  const toggle = (id) => {{
+    setItems((all) => all.map((i) => (i.id === id ? {{ ...i, done: !i.done }} : i)));
+    toast({{ title: "Updated" }});
+  }};
+  return (
+    <Card className="max-w-md">
+      <CardHeader>
+        <CardTitle>Tasks {k}</CardTitle>
+      </CardHeader>
+      <CardContent>
+        {{items.map((item) => (
+          <div key={{item.id}} className="flex items-center gap-2">
+            {{item.done ? <CheckCircle className="h-4 w-4" /> : <Circle className="h-4 w-4" />}}
+            <span>{{item.title}}</span>
+            {{item.done && <Badge variant="secondary">done</Badge>}}
+            <Button size="sm" onClick={{() => toggle(item.id)}}>Toggle</Button>
+          </div>
+        ))}}
+      </CardContent>
+    </Card>
+  );
+}}
+"""
+
+
 def make_components(n: int) -> list[str]:
-    """n components of ~40 lines; every 4th has an unused variable, every 8th throws."""
+    """n components of ~40 lines; every 2nd on a stubbed UI kit, every 4th has an unused
+    variable, every 8th throws."""
     out = []
     for k in range(n):
         extra = ""
@@ -82,7 +126,8 @@ def make_components(n: int) -> list[str]:
             extra = "\n  const unused = 42;"
         if k % 8 == 7:
             extra = "\n  const broken = null;\n  broken.crash();"
-        out.append(TEMPLATE.format(k=k, extra=extra))
+        template = LIBRARY_TEMPLATE if k % 2 else TEMPLATE
+        out.append(template.format(k=k, extra=extra))
     return out
 
 
@@ -105,7 +150,10 @@ def bench_one_worker(codes: list[str]) -> None:
         _, t_static = timed(lambda: check_components(codes, render=False, pool=pool))
     n = len(codes)
     assert sum(r.rendered is False for r in full) == n // 8, "every 8th component must fail"
+    valid = [r for c, r in zip(codes, full, strict=True) if "crash" not in c]
+    shown = sum(r.rendered is True and r.blank is False for r in valid)
     print(f"worker start-up (sandbox spawn -> ready): {startup:.2f} s")
+    print(f"valid components rendered and shown: {shown}/{len(valid)}")
     print(
         f"1 worker, compile+lint+render: {n / t_full:.1f} components/s  "
         f"compile+lint only: {n / t_static:.1f} components/s  "

@@ -89,7 +89,9 @@ export default function Dashboard() {
 def test_imported_hooks_destructure_and_called_or_constructed_imports_work(pool):
     [r] = check(pool, HOOKS)
     assert r.rendered and r.blank is False, r.diagnostics
-    assert r.text == "Overview More3 rows"  # flags read false: the loading and error branches stay closed
+    assert (
+        r.text == "Overview More3 rows"
+    )  # flags read false: the loading and error branches stay closed
     assert errors(r) == set()
     assert {line for line, rule in warnings(r) if rule == "unknown-import"} == {1, 2, 3, 4, 5}
 
@@ -255,7 +257,9 @@ def test_an_async_component_is_awaited(pool):
         "  const posts = await getPosts();\n"
         "  return <main><h1>{title}</h1><p>{posts.length} posts</p></main>;\n}\n"
     )
-    failing = "export default async function Page() {\n  await null;\n  throw new Error('down');\n}\n"
+    failing = (
+        "export default async function Page() {\n  await null;\n  throw new Error('down');\n}\n"
+    )
     ok, bad = check(pool, code, failing)
     assert ok.rendered is True and ok.text == "Latest posts0 posts", ok.diagnostics
     assert bad.rendered is False and (3, "runtime-error") in errors(bad)

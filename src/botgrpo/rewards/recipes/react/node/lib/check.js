@@ -45,6 +45,14 @@ function transformForRender(code, guards) {
   return transformCode(code);
 }
 
+// When Babel gives up at its first error, its position is often where it began to backtrack
+// (a TSX arrow or generic call many lines up); esbuild's error, when it rejects the code too,
+// sits on the broken line more often (docs/results/react-verdicts.md).
+function unrecoverable(code, babelDiagnostics) {
+  const transformed = transformCode(code);
+  return transformed.diagnostics ? transformed.diagnostics : babelDiagnostics.slice();
+}
+
 function checkCode(req) {
   const code = req.code;
   if (typeof code !== "string") throw new Error("code must be a string");
@@ -54,7 +62,7 @@ function checkCode(req) {
   const timings = {};
   let t = process.hrtime.bigint();
   const parsed = parseCode(code);
-  let diagnostics = parsed.diagnostics.slice();
+  let diagnostics = parsed.thrown ? unrecoverable(code, parsed.diagnostics) : parsed.diagnostics.slice();
   let compiled = diagnostics.length === 0;
   let transformed = null;
   if (compiled) {

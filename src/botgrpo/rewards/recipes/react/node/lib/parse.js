@@ -47,14 +47,14 @@ function componentCandidates(program) {
   return Object.fromEntries(Object.entries(found).filter(([n]) => /^[A-Z]/.test(n)));
 }
 
-// Parse `code`; returns {diagnostics, imports: [{name, line}], hasJsx, hasTypes,
+// Parse `code`; returns {diagnostics, thrown (Babel gave up at its first error), imports: [{name, line}], hasJsx, hasTypes,
 // candidates: {ComponentName: line}, guards: the line guards' insertions (lib/guards.js)}.
 function parseCode(code) {
   let ast;
   try {
     ast = babel.parse(code, PARSE_OPTIONS);
   } catch (err) {
-    return { diagnostics: [compileDiagnostic(err)], imports: [], hasJsx: false, hasTypes: false, candidates: {}, guards: [] };
+    return { diagnostics: [compileDiagnostic(err)], thrown: true, imports: [], hasJsx: false, hasTypes: false, candidates: {}, guards: [] };
   }
   const diagnostics = (ast.errors || []).map(compileDiagnostic);
   const imports = [];

@@ -6,7 +6,7 @@ folder level names the source, e.g. ``corpus/shadcn/card-demo.tsx``). Each file 
 
 - compiled, rendered without error, and rendered-and-shown (not blank) shares;
 - for each planted bug kind, the share of plants blamed on their line by an error-level
-  diagnostic: ``syntax`` (a broken opening tag; within one line), ``undefined`` (an undefined
+  diagnostic (and the share blamed there with no new error on any other line): ``syntax`` (a broken opening tag; within one line), ``undefined`` (an undefined
   identifier in a host element's children), ``hook`` (a hook called in a condition, on a line of
   its own), ``dom-prop`` (``class=`` for ``className=`` on a host element).
 
@@ -47,6 +47,8 @@ class Plant:
     """1-based line the bug is on."""
     slack: int
     """How far from `line` a blame may be and still count."""
+    inserted: bool = False
+    """The bug is a new line (the original's lines from `line` on moved down by one)."""
 
 
 def _pick(lines: list[str], pattern: re.Pattern[str], rng: random.Random) -> int | None:
@@ -75,7 +77,7 @@ def plant_hook(lines: list[str], rng: random.Random) -> Plant | None:
     if i is None:
         return None
     hook = "  if (globalThis.neverSet42) { React.useState(0); }"
-    return Plant("hook", "\n".join([*lines[: i + 1], hook, *lines[i + 1 :]]), i + 2, 0)
+    return Plant("hook", "\n".join([*lines[: i + 1], hook, *lines[i + 1 :]]), i + 2, 0, True)
 
 
 def plant_dom_prop(lines: list[str], rng: random.Random) -> Plant | None:
@@ -94,14 +96,24 @@ PLANTERS: dict[str, Callable[[list[str], random.Random], Plant | None]] = {
 }
 
 
+def error_lines(check: ReactCheck) -> set[int]:
+    return {
+        d.line for d in check.diagnostics if d.severity in ("fatal", "error") and d.line is not None
+    }
+
+
 def blamed(check: ReactCheck, plant: Plant) -> bool:
     """An error-level diagnostic within `plant.slack` lines of the planted line."""
-    return any(
-        d.severity in ("fatal", "error")
-        and d.line is not None
-        and abs(d.line - plant.line) <= plant.slack
-        for d in check.diagnostics
-    )
+    return any(abs(line - plant.line) <= plant.slack for line in error_lines(check))
+
+
+def stray(check: ReactCheck, original: ReactCheck, plant: Plant) -> set[int]:
+    """Error lines the plant added away from its own line (a cascade onto correct lines)."""
+    before = error_lines(original)
+    if plant.inserted:
+        before = {ln + (ln >= plant.line) for ln in before}
+    near = range(plant.line - plant.slack, plant.line + plant.slack + 1)
+    return error_lines(check) - before - set(near)
 
 
 def load(corpus: Path) -> list[tuple[str, str, str]]:
@@ -132,7 +144,7 @@ def measure(items: list[tuple[str, str, str]], pool: WorkerPool, seed: int) -> d
         for planter in PLANTERS.values():
             plant = planter(lines, rng)
             if plant is not None:
-                plants.append((source, rel, plant))
+                plants.append((check, rel, plant))
     planted = check_components([p.code for _, _, p in plants], pool=pool)
     by_source: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     misses: list[dict] = []
@@ -149,9 +161,11 @@ def measure(items: list[tuple[str, str, str]], pool: WorkerPool, seed: int) -> d
                 {"file": rel, "rendered": check.rendered, "blank": check.blank, "why": fatal}
             )
     blame: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for (_, _, plant), check in zip(plants, planted, strict=True):
+    for (original, _, plant), check in zip(plants, planted, strict=True):
         blame[plant.kind]["plants"] += 1
-        blame[plant.kind]["blamed"] += blamed(check, plant)
+        hit = blamed(check, plant)
+        blame[plant.kind]["blamed"] += hit
+        blame[plant.kind]["only"] += hit and not stray(check, original, plant)
     return {"sources": by_source, "blame": blame, "misses": misses}
 
 
@@ -165,10 +179,17 @@ def report(result: dict, seconds: float) -> str:
             f"| {source} | {r['files']} | {share(r['compiled'], r['files'])} | "
             f"{share(r['rendered'], r['files'])} | {share(r['shown'], r['files'])} |"
         )
-    rows += ["", "| planted bug | plants | blamed on its line |", "|---|---|---|"]
+    rows += [
+        "",
+        "| planted bug | plants | blamed on its line | and on no other line |",
+        "|---|---|---|---|",
+    ]
     for kind in PLANTERS:
-        b = result["blame"].get(kind, {"plants": 0, "blamed": 0})
-        rows.append(f"| {kind} | {b['plants']} | {share(b['blamed'], b['plants'])} |")
+        b = result["blame"].get(kind, {"plants": 0, "blamed": 0, "only": 0})
+        rows.append(
+            f"| {kind} | {b['plants']} | {share(b['blamed'], b['plants'])} | "
+            f"{share(b['only'], b['plants'])} |"
+        )
     rows.append(f"\n{seconds:.0f} s in all")
     return "\n".join(rows)
 

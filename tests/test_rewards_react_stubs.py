@@ -50,7 +50,7 @@ export default function Sales() {
 def test_a_component_built_from_stubbed_library_components_shows_its_text(pool):
     [r] = check(pool, CARD)
     assert r.compiled and r.rendered and r.blank is False
-    assert r.text == "Sales1,204 orders"
+    assert r.text == "Sales 1,204 orders"
     assert r.unknown_imports == ("@/components/ui/card",)
     assert warnings(r) == {(1, "unknown-import")}
     assert errors(r) == set()
@@ -90,7 +90,7 @@ def test_imported_hooks_destructure_and_called_or_constructed_imports_work(pool)
     [r] = check(pool, HOOKS)
     assert r.rendered and r.blank is False, r.diagnostics
     assert (
-        r.text == "Overview More3 rows"
+        r.text == "Overview More 3 rows"
     )  # flags read false: the loading and error branches stay closed
     assert errors(r) == set()
     assert {line for line, rule in warnings(r) if rule == "unknown-import"} == {1, 2, 3, 4, 5}
@@ -122,7 +122,7 @@ export function Settings() {
 def test_namespaced_members_render_props_and_tag_members_render_their_content(pool):
     [r] = check(pool, MEMBERS)
     assert r.rendered and r.blank is False, r.diagnostics
-    assert r.text == "ThemeEmail Tip openBoxed"  # a stand-in is truthy unless it reads as a flag
+    assert r.text == "Theme Email Tip open Boxed"  # a stand-in is truthy unless it reads as a flag
     assert errors(r) == set()
 
 
@@ -261,7 +261,7 @@ def test_an_async_component_is_awaited(pool):
         "export default async function Page() {\n  await null;\n  throw new Error('down');\n}\n"
     )
     ok, bad = check(pool, code, failing)
-    assert ok.rendered is True and ok.text == "Latest posts0 posts", ok.diagnostics
+    assert ok.rendered is True and ok.text == "Latest posts 0 posts", ok.diagnostics
     assert bad.rendered is False and (3, "runtime-error") in errors(bad)
 
 
@@ -277,3 +277,106 @@ def test_assets_css_modules_and_process_env_resolve_like_a_bundler(pool):
     [r] = check(pool, code)
     assert r.rendered is True and r.text == "development" and r.unknown_imports == ()
     assert errors(r) == set() and warnings(r) == set()
+
+
+LIBRARY_IDIOMS = {
+    # a stubbed higher-order function renders the component it wraps
+    "observer": (
+        'import { observer } from "mobx-react-lite";\n'
+        "function Counter() {\n  return <p>Count is shown</p>;\n}\n"
+        "export default observer(Counter);\n",
+        "Count is shown",
+    ),
+    "connect": (
+        'import { connect } from "react-redux";\n'
+        "function Count({ n }) {\n  return <p>Count</p>;\n}\n"
+        "export default connect((s) => ({ n: s.n }))(Count);\n",
+        "Count",
+    ),
+    # stand-ins are settled promises; React's use() reads a stubbed context
+    "then and await": (
+        'import axios from "axios";\nimport { useEffect, useState } from "react";\n\n'
+        "export default function App() {\n  const [items, setItems] = useState([]);\n"
+        '  useEffect(() => {\n    axios.get("/api").then((res) => setItems([res.data]));\n  }, []);\n'
+        "  return <p>Items {items.length}</p>;\n}\n",
+        "Items 0",  # it does not throw; the response arrives after the render
+    ),
+    "use context": (
+        'import { use } from "react";\nimport { ThemeContext } from "./theme";\n\n'
+        "export default function App() {\n  const theme = use(ThemeContext);\n"
+        "  return <p>Theme {theme.name ? 'set' : 'unset'}</p>;\n}\n",
+        "Theme set",
+    ),
+    # a stand-in as a host element's style is dropped (React throws on a non-object style)
+    "style": (
+        'import { styles } from "./theme";\n\n'
+        "export default function App() {\n  return <div style={styles.box}><p>Hello</p></div>;\n}\n",
+        "Hello",
+    ),
+    # element-valued text props render
+    "element title": (
+        'import { Card } from "antd";\n\n'
+        "export default function App() {\n  return <Card title={<span>Sales report</span>} />;\n}\n",
+        "Sales report",
+    ),
+    # freezing or defining properties on a stub keeps the Proxy's invariants
+    "freeze": (
+        'import { config, Button } from "./config";\nObject.freeze(config);\n'
+        'Object.defineProperty(Button, "displayName", { value: "MyButton" });\n\n'
+        "export default function App() {\n  return <Button>{String(config.name)} ok</Button>;\n}\n",
+        "ok",
+    ),
+    # cloning a stub's element terminates
+    "clone": (
+        'import { cloneElement } from "react";\nimport { items } from "./menu";\n\n'
+        "export default function App() {\n  return <p>{cloneElement(<span>{items[0].icon}</span>, {})}x</p>;\n}\n",
+        "x",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LIBRARY_IDIOMS))
+def test_library_idioms_render_the_codes_content(pool, name):
+    code, text = LIBRARY_IDIOMS[name]
+    [r] = check(pool, code)
+    assert r.rendered is True and errors(r) == set(), r.diagnostics
+    assert r.text == text
+
+
+def test_a_wrapped_components_own_bug_still_fails_the_render(pool):
+    code = (
+        'import { withRouter } from "react-router-dom";\n'
+        "function Page() {\n  const x = null;\n  return <p>{x.y}</p>;\n}\n"
+        "export default withRouter(Page);\n"
+    )
+    [r] = check(pool, code)
+    assert r.rendered is False and (4, "runtime-error") in errors(r)
+
+
+def test_a_timeout_is_blamed_on_the_loop_not_the_helper_it_calls(pool):
+    code = (
+        'function pad(n) {\n  return n < 10 ? "0" + n : String(n);\n}\n\n'
+        "export default function Clock() {\n  const parts = [];\n"
+        "  for (let i = 0; i < 24; i--) parts.push(pad(i));\n"
+        '  return <p>{parts.join(":")}</p>;\n}\n'
+    )
+    directive = (
+        'function helper() {\n  "use strict"\n  return 1;\n}\n\n'
+        "export default function App() {\n  let s = helper();\n  while (true) {\n    s++;\n  }\n}\n"
+    )
+    loop, guarded = check(pool, code, directive, timeout_s=0.5)
+    timeouts = [
+        {(d.line, d.rule) for d in r.diagnostics if d.rule == "timeout"} for r in (loop, guarded)
+    ]
+    assert timeouts[0] == {(7, "timeout")}
+    assert timeouts[1] == {(8, "timeout")}  # a directive without ";" keeps the guards
+
+
+def test_the_text_keeps_the_spaces_between_words_and_elements(pool):
+    code = (
+        "export default function App() {\n"
+        '  const a = "John", b = "Doe";\n'
+        "  return <div><h1>Title</h1><p>{a} {b}</p></div>;\n}\n"
+    )
+    [r] = check(pool, code)
+    assert r.text == "Title John Doe"

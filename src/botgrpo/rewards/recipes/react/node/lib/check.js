@@ -47,10 +47,11 @@ function transformForRender(code, guards) {
 
 // When Babel gives up at its first error, its position is often where it began to backtrack
 // (a TSX arrow or generic call many lines up); esbuild's error, when it rejects the code too,
-// sits on the broken line more often (docs/results/react-verdicts.md).
+// sits on the broken line more often (docs/results/react-verdicts.md). Only its first error:
+// the rest cascade from it onto correct lines.
 function unrecoverable(code, babelDiagnostics) {
   const transformed = transformCode(code);
-  return transformed.diagnostics ? transformed.diagnostics : babelDiagnostics.slice();
+  return transformed.diagnostics ? transformed.diagnostics.slice(0, 1) : babelDiagnostics.slice();
 }
 
 function checkCode(req) {

@@ -1,16 +1,17 @@
 "use strict";
-// Line guards for the render: each loop body and function body of the component starts with
-// `__botgrpo_at(LINE);` (an arrow's expression body becomes `(__botgrpo_at(LINE), body)`), which records the loop's or function's source line in the page. A render
-// cut by the time limit then reports the line that was running (the innermost loop or function
-// entered last). Guards are inserted into the source text without new lines, so every line
-// keeps its number; the code ESLint sees is the original.
+// Line guards for the render: each loop body of the component starts with
+// `__botgrpo_at(LINE, 1);` and each function body with `__botgrpo_at(LINE);` (an arrow's
+// expression body becomes `(__botgrpo_at(LINE), body)`), which record the source line in the
+// page. A render cut by the time limit then reports the line that was running: the loop
+// entered last, else the function entered last. Guards are inserted into the source text
+// without new lines, so every line keeps its number; the code ESLint sees is the original.
 
 const GUARD = "__botgrpo_at";
 const LOOPS = new Set(["ForStatement", "ForInStatement", "ForOfStatement", "WhileStatement", "DoWhileStatement"]);
 const FUNCTIONS = new Set(["FunctionDeclaration", "FunctionExpression", "ArrowFunctionExpression", "ObjectMethod", "ClassMethod", "ClassPrivateMethod"]);
 
-function call(line) {
-  return `${GUARD}(${line});`;
+function call(line, loop = false) {
+  return `${GUARD}(${line}${loop ? ", 1" : ""});`;
 }
 
 // Where a guard goes for one AST node: [{at, text, closer}] (character offsets in the source).
@@ -18,9 +19,9 @@ function guardsFor(node) {
   const line = node.loc.start.line;
   if (LOOPS.has(node.type)) {
     const body = node.body;
-    if (body.type === "BlockStatement") return [{ at: body.start + 1, text: call(line), closer: false }];
+    if (body.type === "BlockStatement") return [{ at: body.start + 1, text: call(line, true), closer: false }];
     return [
-      { at: body.start, text: `{${call(line)}`, closer: false },
+      { at: body.start, text: `{${call(line, true)}`, closer: false },
       { at: body.end, text: "}", closer: true },
     ];
   }
@@ -32,8 +33,9 @@ function guardsFor(node) {
   }
   if (FUNCTIONS.has(node.type) && node.body && node.body.type === "BlockStatement" && node.kind !== "constructor") {
     const directives = node.body.directives || [];
+    // after a directive: `;` first, as a directive may end without one
     const at = directives.length ? directives[directives.length - 1].end : node.body.start + 1;
-    return [{ at, text: call(line), closer: false }];
+    return [{ at, text: (directives.length ? ";" : "") + call(line), closer: false }];
   }
   return [];
 }

@@ -96,7 +96,7 @@ function renderCode(cjs, lines, candidates, timeoutMs) {
     try {
       const script = new vm.Script(wrapModule(cjs, candidates), { filename: "component.js" });
       result = JSON.parse(script.runInContext(context, { timeout: timeoutMs }));
-      if (result.pending) result = JSON.parse(settled() || '{"errors": [], "rendered": false, "never_settled": true}');
+      if (result.pending) result = JSON.parse(settled() || NEVER_SETTLED);
     } catch (err) {
       if (err && err.code === "ERR_SCRIPT_EXECUTION_TIMEOUT") {
         const message = `render did not finish within ${timeoutMs} ms (an endless loop?)`;
@@ -125,6 +125,8 @@ function renderCode(cjs, lines, candidates, timeoutMs) {
     dom.window.close();
   }
 }
+
+const NEVER_SETTLED = JSON.stringify({ errors: [], rendered: false, blank: null, text: "", component: null, unknown: [], never_settled: true });
 
 // The component failed without props and rendered with stand-ins: a warning on its declaration.
 function standInDiagnostic(result, candidates) {

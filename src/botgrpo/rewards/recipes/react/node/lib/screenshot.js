@@ -103,7 +103,13 @@ function createShooter() {
       const settle = p.evaluate(
         () => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => {
           const first = String(window.__botgrpo_result || "null");
-          resolve(first.includes('"pending"') ? window.__botgrpo.settled() || "null" : first); // an async page settles later
+          let pending = false;
+          try {
+            pending = JSON.parse(first).pending === true; // an async page settles later
+          } catch (err) {
+            pending = false;
+          }
+          resolve(pending ? window.__botgrpo.settled() || "null" : first);
         }))),
       );
       const state = await withDeadline(settle, timeoutMs, "the page did not settle");

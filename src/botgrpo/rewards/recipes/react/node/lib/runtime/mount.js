@@ -2,7 +2,7 @@
 // describe the page: errors with their stacks, its visible text, blank or not. Returns a JSON
 // string.
 
-const VISIBLE_ELEMENTS = "img,svg,canvas,video,picture,iframe,input,button,textarea,select,progress,meter";
+const VISIBLE_ELEMENTS = "img,svg,canvas,video,picture,iframe,input:not([type=hidden]),button,textarea,select,progress,meter";
 
 function isComponentLike(value) {
   if (typeof value === "function") return true;
@@ -54,20 +54,21 @@ function makeBoundary(React) {
 const HIDDEN_TEXT = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"]);
 const MAX_TEXT = 4000;
 
-// The page's visible text (text nodes outside script/style/template and [hidden]), whitespace
-// collapsed, at most MAX_TEXT characters.
+// The page's visible text (text nodes outside script/style/template and [hidden]), a space
+// between the texts of different elements, whitespace collapsed, at most MAX_TEXT characters.
 function visibleText(doc) {
   const body = doc.body;
   if (!body) return "";
   const walker = doc.createTreeWalker(body, 4 /* NodeFilter.SHOW_TEXT */);
   const parts = [];
   let length = 0;
+  let previous = null;
   for (let node = walker.nextNode(); node !== null && length < MAX_TEXT; node = walker.nextNode()) {
     const parent = node.parentElement;
     if (parent && (HIDDEN_TEXT.has(parent.tagName) || parent.closest("[hidden]"))) continue;
     const text = node.nodeValue.replace(/\s+/g, " ");
-    if (!text.trim()) continue;
-    parts.push(text);
+    parts.push(previous !== null && parent !== previous ? ` ${text}` : text);
+    previous = parent;
     length += text.length;
   }
   return parts.join("").replace(/\s+/g, " ").trim().slice(0, MAX_TEXT);
@@ -80,7 +81,9 @@ function pageIsBlank(doc, text) {
   return !body || body.querySelector(`${VISIBLE_ELEMENTS},[data-stub-visible]`) === null;
 }
 
-const PENDING = JSON.stringify({ pending: true });
+// Taken when the runtime loads, before any component code runs (which could replace it).
+const stringify = JSON.stringify;
+const PENDING = stringify({ pending: true });
 
 function isAsyncFunction(value) {
   return Object.prototype.toString.call(value) === "[object AsyncFunction]";
@@ -93,9 +96,9 @@ function isPlainFunction(value) {
 // Run the module, pick the component and render it. Synchronous components give the page's
 // description (a JSON string) at once; an async component (a server-component page) is awaited
 // in microtasks, which the vm drains before it returns: then mount() gives PENDING and the
-// description arrives through runtime.settle().
+// description arrives through settle().
 export function mount(factory, runtime, options) {
-  const { React, ReactDOM, ReactDOMClient, state, stubs } = runtime;
+  const { React, ReactDOM, ReactDOMClient, state, stubs, settle, at } = runtime;
   // act() flushes effects synchronously (jsdom); a browser renders with flushSync and lets
   // effects run on their own before the screenshot.
   const flush = options && options.browser ? (fn) => ReactDOM.flushSync(fn) : (fn) => React.act(fn);
@@ -127,19 +130,19 @@ export function mount(factory, runtime, options) {
   }
 
   // A component that fails without props (a page's piece, a layout) is rendered once more with
-  // stand-in props; the first errors stand when that fails too.
+  // stand-in props; when that fails too, its errors stand (they are the component's own, not
+  // those of props it was not given).
   function retryWithStandIns(render) {
     const first = errors;
     errors = [];
     render(stubs.stub("props"));
-    if (errors.length) errors = first;
-    else standIn = first[0].message;
+    if (!errors.length) standIn = first[0].message;
   }
 
   function describe() {
     const rendered = errors.length === 0 && (component !== null || selfMounted);
     const text = rendered ? visibleText(doc) : "";
-    return JSON.stringify({
+    return stringify({
       errors,
       component: component ? component.name : selfMounted ? "self-mounted" : null,
       function_name: component && typeof component.value === "function" ? String(component.value.name || "") : "",
@@ -153,7 +156,7 @@ export function mount(factory, runtime, options) {
 
   try {
     flush(() => {
-      factory(module, module.exports, runtime.require, found, runtime.at);
+      factory(module, module.exports, runtime.require, found, at);
     });
     selfMounted = container.childNodes.length > 0 || doc.body.childNodes.length > before;
     component = pickComponent(module.exports, found.names);
@@ -173,14 +176,13 @@ export function mount(factory, runtime, options) {
         record(error);
       }
     };
-    runtime.settle(
+    settle(
       awaited({}).then(async () => {
         if (!errors.length || Component.length < 1) return describe();
         const first = errors;
         errors = [];
         await awaited(stubs.stub("props"));
-        if (errors.length) errors = first;
-        else standIn = first[0].message;
+        if (!errors.length) standIn = first[0].message;
         return describe();
       }),
     );

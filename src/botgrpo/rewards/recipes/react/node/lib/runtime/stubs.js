@@ -39,11 +39,14 @@ const HOST_TAGS = new Set(("a abbr article aside b blockquote button code dd det
 const VOID_TAGS = new Set(["hr", "img", "input"]);
 const HOST_PROP = /^(?:className|style|id|href|src|alt|type|role|name|value|placeholder|htmlFor|on[A-Z]\w*|aria-[\w-]+|data-[\w-]+)$/;
 // Keys React, promises and test tools probe to learn what a value is: a stub is none of those.
-const NOT_THERE = new Set(["then", "$$typeof", "_context", "_payload", "_init", "defaultProps", "propTypes",
+const NOT_THERE = new Set(["$$typeof", "_context", "_owner", "_store", "_self", "_source", "_debugTask", "_debugStack", "_debugInfo", "_payload", "_init", "defaultProps", "propTypes",
   "contextTypes", "childContextTypes", "contextType", "getDerivedStateFromProps", "getDerivedStateFromError",
   "compare", "toJSON", "asymmetricMatch", "nodeType", "__esModule"]);
 const OWN = new Set(["prototype", "call", "apply", "bind", "constructor"]);
 const ITEMS = 3; // what iterating a stub yields (enough for `const [a, b, c] = useThing()`)
+// Stubbed higher-order functions by name: they wrap any function they are given (`observer(() => ...)`).
+const HOC_NAME = /^(?:observer|memo|with[A-Z]\w*|inject|styled|forwardRef)$/;
+const MAX_NAME = 240; // past this, members are one self-similar stub (`while (node.parent)` walks)
 
 export function makeStubs(React) {
   const internals = React[INTERNALS];
@@ -91,7 +94,8 @@ export function makeStubs(React) {
     }
     for (const key of Object.keys(props)) {
       const value = props[key];
-      if (key === "children" || key === "ref" || key === "style" || TEXT_PROPS.includes(key)) continue;
+      const text = typeof value === "string" || typeof value === "number";
+      if (key === "children" || key === "ref" || key === "style" || (text && TEXT_PROPS.includes(key))) continue;
       if (RENDER_PROP.test(key) && typeof value === "function") parts.push(value(arg));
       else collect(value, 0, parts, false);
     }
@@ -102,6 +106,7 @@ export function makeStubs(React) {
 
   function render(info, props) {
     props = props !== null && typeof props === "object" ? props : {};
+    if (info.wraps) return React.createElement(info.wraps, props);
     if (info.kind === "icon") {
       const svg = { "data-stub": info.name, viewBox: "0 0 24 24", width: "1em", height: "1em", "aria-hidden": "true" };
       if (typeof props.className === "string") svg.className = props.className;
@@ -114,12 +119,17 @@ export function makeStubs(React) {
     return React.createElement(info.tag, attributes, ...shownParts(props, stub(`${info.name}(...)`, { key: `${info.key}(...)` })));
   }
 
-  // "" in strings and templates, 0 in arithmetic and dates (`new Date(post.createdAt)`).
+  // "" in templates and String(), 0 in arithmetic, `+` and dates (`new Date(post.createdAt)`).
   const primitive = (hint) => (hint === "string" ? "" : 0);
 
   // One stub per expression: `name` is what it stands for ("Select.Trigger", "useTheme()"),
   // `key` tells apart equal names from different modules (`Root` of a dialog and of a slider).
+  // Options: icon, visible, icons (capitalised members are icons: an icon set's namespace),
+  // wraps (a user component a stubbed higher-order function was given: rendered as it),
+  // awaited (no `then`: what awaiting a stub gives), deep (members are the stub itself).
   const byKey = new Map();
+  const stubs = new WeakSet();
+  const wrapperIds = new WeakMap();
   function stub(name, options = {}) {
     const key = options.key || name;
     if (byKey.has(key)) return byKey.get(key);
@@ -130,27 +140,47 @@ export function makeStubs(React) {
       kind: options.icon || ICON_NAME.test(segment) ? "icon" : "component",
       tag: name.includes(".") && HOST_TAGS.has(segment) ? segment : "div",
       visible: Boolean(options.visible) || VISIBLE_NAME.test(segment),
+      wraps: options.wraps,
     };
-    const member = (suffix) => stub(`${name}${suffix}`, { key: `${key}${suffix}`, visible: options.visible });
-    const assigned = new Map();
-    const target = function Stub() {};
+    const icons = Boolean(options.icons);
     let proxy = null;
+    const member = (suffix, extra = {}) => {
+      if (options.deep) return proxy;
+      if (key.length > MAX_NAME) return stub("...", { key: "\0deep", deep: true });
+      const memberName = `${name}${suffix}`;
+      // an icon set's members are icons: `Icons.logo`, `icons.Mail`
+      const plain = !/(?:Context|Provider|Consumer)$/.test(memberName) && !/[()[\]]/.test(suffix);
+      const iconMember = plain && (info.kind === "icon" || (icons && /^[A-Z]/.test(lastSegment(memberName))));
+      const inherited = { visible: options.visible, icons, icon: iconMember, wraps: info.wraps };
+      return stub(memberName, { key: `${key}${suffix}`, ...inherited, ...extra });
+    };
+    const wrapper = (component) => {
+      if (!wrapperIds.has(component)) wrapperIds.set(component, wrapperIds.size + 1);
+      const label = String(component.displayName || component.name || "Component");
+      return stub(`${name}(${label})`, { key: `${key}(#${wrapperIds.get(component)})`, wraps: component });
+    };
+    const assigned = new Map();
+    const target = anonymousFunction(); // no own name to leak into the page when frozen
     proxy = new Proxy(target, {
       get(t, key) {
         if (assigned.has(key)) return assigned.get(key);
+        const own = Reflect.getOwnPropertyDescriptor(t, key);
+        if (own && !own.configurable && own.writable === false) return own.value; // Proxy invariant
         if (typeof key === "symbol") {
           if (key === Symbol.toPrimitive) return primitive;
           if (key === Symbol.iterator) return () => Array.from({ length: ITEMS }, (_, i) => member(`[${i}]`))[Symbol.iterator]();
           return undefined;
         }
         if (NOT_THERE.has(key)) return undefined;
+        if (key === "then") return options.awaited ? undefined : thenable(member);
+        if (key === "status" && !options.awaited) return "fulfilled"; // React's use() reads it
         if (OWN.has(key)) return Reflect.get(t, key);
         if (key === "displayName") return name;
         if (key === "length") return 0;
         if (key === "toString" || key === "toLocaleString") return () => "";
         if (key === "valueOf") return () => 0;
         if (FLAG.test(key)) return key === "error" ? null : false;
-        return member(`.${key}`);
+        return member(`.${key}`, key === "value" ? { awaited: true } : {});
       },
       set(t, key, value) {
         assigned.set(key, value);
@@ -158,18 +188,48 @@ export function makeStubs(React) {
       },
       apply(t, self, args) {
         const fiber = owner();
-        if (fiber && (fiber.type === proxy || fiber.elementType === proxy)) {
+        const type = fiber ? fiber.type : null;
+        if (type === proxy || (fiber && fiber.elementType === proxy) || (type && type.render === proxy)) {
           lastRender = { name, fiber };
           return render(info, args[0]);
         }
-        return member("()");
+        const hoc = HOC_NAME.test(segment);
+        const component = args.find((a) => isUserComponent(a) || (hoc && typeof a === "function" && !stubs.has(a)));
+        return component ? wrapper(component) : member("()");
       },
       construct() {
         return member("(new)");
       },
     });
+    stubs.add(proxy);
     byKey.set(key, proxy);
     return proxy;
+  }
+
+  // An exported `...Context` is a real React context whose default value is a stub, so
+  // useContext(), use() and <X.Provider> work as with the library's own.
+  const contexts = new Map();
+  function context(key, name) {
+    if (!contexts.has(key)) {
+      const made = React.createContext(stub(`${name}.value`, { key: `${key}.value`, awaited: true }));
+      made.displayName = name;
+      contexts.set(key, made);
+    }
+    return contexts.get(key);
+  }
+
+  // `stub.then(onFulfilled)`: a stub is a settled promise of another stub (one without `then`,
+  // so awaiting ends), as an API client's call would be.
+  const thenable = (member) =>
+    function then(onFulfilled, onRejected) {
+      return Promise.resolve(member("(awaited)", { awaited: true })).then(onFulfilled, onRejected);
+    };
+
+  // A component of the code (not a stub): what `observer(C)`, `withRouter(C)`, `styled(C)` wrap.
+  function isUserComponent(value) {
+    if (stubs.has(value)) return false;
+    if (typeof value === "function") return /^[A-Z]/.test(String(value.displayName || value.name || ""));
+    return value !== null && typeof value === "object" && typeof value.$$typeof === "symbol" && !React.isValidElement(value);
   }
 
   // A module the checker does not have: every export is a stub named after it.
@@ -178,19 +238,20 @@ export function makeStubs(React) {
     const visible = VISIBLE_MODULE.test(moduleName.split("?")[0].replace(/\.\w+$/, "").toLowerCase());
     const exportStub = (key) => {
       const name = key === "default" ? defaultName(moduleName) : key;
+      if (/^[A-Z]\w*Context$/.test(name)) return context(`${moduleName}\0${key}`, name);
       const icon = icons && /^[A-Z]/.test(name) && !/(?:Context|Provider)$/.test(name);
-      return stub(name, { key: `${moduleName}\0${key}`, icon, visible });
+      return stub(name, { key: `${moduleName}\0${key}`, icon, icons, visible });
     };
     // esbuild's __toESM copies a module onto an object made from the module's prototype, so
     // the prototype answers every export too.
     const exportsProto = new Proxy(Object.create(null), {
-      get: (t, key) => (typeof key === "string" && !NOT_THERE.has(key) ? exportStub(key) : undefined),
+      get: (t, key) => (typeof key === "string" && key !== "then" && !NOT_THERE.has(key) ? exportStub(key) : undefined),
       getPrototypeOf: () => null,
     });
     return new Proxy({}, {
       get(target, key) {
         if (key === "__esModule") return true;
-        if (typeof key !== "string" || NOT_THERE.has(key)) return undefined;
+        if (typeof key !== "string" || key === "then" || NOT_THERE.has(key)) return undefined;
         return exportStub(key);
       },
       has: () => true,
@@ -210,7 +271,7 @@ export function makeStubs(React) {
     return String(debugStack.stack || "");
   }
 
-  return { stub, stubModule, useSite };
+  return { stub, stubModule, useSite, isStub: (value) => stubs.has(value) };
 }
 
 function isPlainObject(value) {
@@ -229,4 +290,8 @@ function defaultName(moduleName) {
   const words = base.split(/[^A-Za-z0-9]+/).filter(Boolean);
   const name = words.map((w) => w[0].toUpperCase() + w.slice(1)).join("");
   return /^[A-Za-z]/.test(name) ? name : `Default${name}`;
+}
+
+function anonymousFunction() {
+  return function () {};
 }

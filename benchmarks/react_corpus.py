@@ -137,7 +137,7 @@ def measure(items: list[tuple[str, str, str]], pool: WorkerPool, seed: int) -> d
     rng = random.Random(seed)
     checks = check_components([code for _, _, code in items], pool=pool)
     plants = []
-    for (source, rel, code), check in zip(items, checks, strict=True):
+    for (_, rel, code), check in zip(items, checks, strict=True):
         if not check.compiled:
             continue
         lines = code.split("\n")

@@ -262,7 +262,7 @@ def test_the_shipped_warm_start_is_the_default_comparisons_and_is_used(tmp_path)
 
     cfg = CompareConfig(out_dir=str(tmp_path), progress=False)
     task = load_task(cfg.task)
-    key = warm_start_config(cfg).cache_key(task, held_out_prompts(task, cfg.eval_problems))
+    key = warm_start_config(cfg, task).cache_key(task, held_out_prompts(task, cfg.eval_problems))
     shipped = packaged_warm_start(key)
     assert shipped is not None, (
         "the default task or warm-start options changed: rebuild the shipped checkpoint with "
@@ -275,3 +275,23 @@ def test_the_shipped_warm_start_is_the_default_comparisons_and_is_used(tmp_path)
     path = starting_checkpoint(cfg, task)
     assert path == tmp_path / ".cache" / f"warm-{key}"
     assert (path / "model.safetensors").read_bytes() == (shipped / "model.safetensors").read_bytes()
+
+
+def test_a_converged_warm_start_stops_when_its_held_out_loss_is_flat(tmp_path):
+    from botgrpo.harness.warmstart import train_warm_start
+
+    task = ChainArithmetic(min_steps=2, max_steps=3)
+    cfg = WarmStartConfig(
+        steps=400, batch_size=8, model=SMALL, lr=3e-3, stop="converged", check_every=10,
+        patience=2, tolerance=0.05,
+    )  # fmt: skip
+    run = train_warm_start(task, cfg, tmp_path / "w", progress=False)
+    assert run.steps < 400  # stopped before the cap ...
+    losses = [loss for _, loss in run.held_out_losses]
+    assert len(losses) >= 3 and losses[-1] < losses[0]  # ... after learning
+    assert [s for s, _ in run.held_out_losses] == list(range(10, 10 * len(losses) + 1, 10))
+    # the stopping rule is part of the cache key only when it is used
+    plain = WarmStartConfig(steps=400, model=SMALL)
+    assert "stop" not in plain._key_fields() and "stop" in cfg._key_fields()
+    with pytest.raises(ValueError, match="stop must be one of"):
+        WarmStartConfig(stop="sometimes")

@@ -150,7 +150,7 @@ def test_task_dataset_and_held_out_exclusion():
 
 
 def test_load_task_specs(tmp_path):
-    assert set(BUILTIN_TASKS) == {"chain", "columns"}
+    assert set(BUILTIN_TASKS) == {"chain", "columns", "react", "python"}
     assert load_task("columns").name == "columns"
     assert load_task("tests.user_task:make_task").name == "doubling"
     with pytest.raises(ValueError, match="unknown task"):

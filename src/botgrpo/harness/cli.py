@@ -6,7 +6,12 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from botgrpo.harness.config import CompareConfig, add_dataclass_arguments, config_from_args
+from botgrpo.harness.config import (
+    CompareConfig,
+    add_dataclass_arguments,
+    config_from_args,
+    resolve_task_defaults,
+)
 from botgrpo.usage import (
     UsageError,
     check_package_name,
@@ -30,6 +35,19 @@ DEMO_DEFAULTS = {
 }
 
 
+def _task_defaults(argv: Sequence[str], attribute: str) -> dict:
+    """The defaults a built-in task suggests for a command (its ``compare_defaults`` or
+    ``demo_defaults``: the code tasks lead with the compile rate and evaluate fewer problems),
+    read from ``--task`` before the full parse; flags given still win."""
+    from botgrpo.tasks import BUILTIN_TASKS
+
+    early = argparse.ArgumentParser(add_help=False)
+    early.add_argument("--task", default=CompareConfig.task)
+    spec = early.parse_known_args(list(argv))[0].task
+    cls = BUILTIN_TASKS.get(str(spec).partition(":")[0])
+    return dict(getattr(cls, attribute, {})) if cls is not None else {}
+
+
 def _parse(
     argv: Sequence[str], prog: str, description: str, defaults: dict | None
 ) -> tuple[CompareConfig, object]:
@@ -39,6 +57,8 @@ def _parse(
     from botgrpo.harness.compare import check_inputs
 
     parser = one_line_parser_errors(argparse.ArgumentParser(prog=prog, description=description))
+    attribute = "demo_defaults" if prog.endswith("demo") else "compare_defaults"
+    defaults = {**(defaults or {}), **_task_defaults(argv, attribute)}
     add_dataclass_arguments(parser, CompareConfig, defaults)
     try:
         cfg = config_from_args(CompareConfig, parser.parse_args(list(argv)))
@@ -150,6 +170,7 @@ def warm_start_main(argv: Sequence[str]) -> int:
         "default task.",
     )
     keep = ("task", "out_dir", "warm_start_steps", "warm_start_lr", "warm_start_schedule_steps")
+    keep += ("warm_start_stop",)
     keep += ("eval_problems", "pass_samples", "pass_problems", "max_completion_length")
     add_dataclass_arguments(parser, CompareConfig, None, only=keep)
     parser.add_argument("--retrain", action="store_true", help="train even if shipped or cached")
@@ -170,13 +191,18 @@ def warm_start_main(argv: Sequence[str]) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from err
     task = check_task_spec(cfg.task)
+    try:
+        resolve_task_defaults(cfg, task)
+    except ValueError as err:
+        raise UsageError(str(err)) from err
     shipped = None
     if ns.retrain:
         from botgrpo.harness.compare import warm_start_config
         from botgrpo.harness.evaluate import held_out_prompts
         from botgrpo.harness.warmstart import packaged_warm_start
 
-        key = warm_start_config(cfg).cache_key(task, held_out_prompts(task, cfg.eval_problems))
+        held = held_out_prompts(task, cfg.eval_problems)
+        key = warm_start_config(cfg, task).cache_key(task, held)
         shutil.rmtree(Path(cfg.out_dir) / ".cache" / f"warm-{key}", ignore_errors=True)
         shipped = packaged_warm_start(key)
     path = starting_checkpoint(cfg, task, use_packaged=not ns.retrain)

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import multiprocessing
 import os
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from botgrpo.harness.config import CompareConfig
+from botgrpo.harness.config import CompareConfig, resolve_task_defaults
 from botgrpo.harness.evaluate import held_out_prompts
 from botgrpo.harness.progress import QuietProgress
 from botgrpo.harness.runner import RunSpec, execute_run, is_done, read_progress, run_label
@@ -174,6 +175,8 @@ def check_inputs(cfg: CompareConfig):
 
     check_writable_folder(cfg.out_dir, "out_dir")
     task = load_task(cfg.task)
+    resolve_task_defaults(cfg, task)
+    check_task_metric(cfg.metric, task)
     for stream in HELD_OUT_STREAMS:
         held_out_examples(task, cfg.eval_problems, stream)
     held = held_out_prompts(task, cfg.eval_problems)
@@ -183,6 +186,18 @@ def check_inputs(cfg: CompareConfig):
     if cfg.init_model:
         _checked_init_model(cfg.init_model)
     return task
+
+
+def check_task_metric(metric: str, task) -> None:
+    """ValueError unless ``task`` reports ``metric`` (compile and clean rates: code tasks only)."""
+    from botgrpo.harness.results import TASK_METRICS
+
+    base = metric.partition("_")[2]
+    if base in TASK_METRICS and base not in getattr(task, "METRICS", ()):
+        raise ValueError(
+            f"metric {metric!r} needs a task that reports {base!r} (the code tasks react and "
+            f"python do); task {task.name!r} does not: pick sampled_solved or greedy_solved"
+        )
 
 
 def check_resumable(cfg: CompareConfig, root: Path, model_path: str | Path) -> None:
@@ -201,19 +216,28 @@ def check_resumable(cfg: CompareConfig, root: Path, model_path: str | Path) -> N
                     is_done(RunSpec(m, seed, lr, str(model_path), run_dir, cfg, stream=stream))
 
 
-def warm_start_config(cfg: CompareConfig) -> WarmStartConfig:
-    """The warm-start options of a comparison."""
-    return WarmStartConfig(
-        steps=cfg.warm_start_steps,
+def warm_start_config(cfg: CompareConfig, task) -> WarmStartConfig:
+    """The warm-start options of a comparison on ``task`` (its steps when ``cfg`` leaves them
+    open; a task with longer texts than the default model's 256 positions names its
+    ``max_positions``)."""
+    steps, stop = cfg.warm_start_steps, cfg.warm_start_stop
+    config = WarmStartConfig(
+        steps=steps if steps is not None else int(getattr(task, "warm_start_steps", 3000)),
         lr=cfg.warm_start_lr,
         schedule_steps=cfg.warm_start_schedule_steps,
+        stop=stop if stop is not None else str(getattr(task, "warm_start_stop", "converged")),
     )
+    positions = getattr(task, "max_positions", None)
+    if positions is not None and positions != config.model.max_positions:
+        model = dataclasses.replace(config.model, max_positions=int(positions))
+        config = dataclasses.replace(config, model=model)
+    return config
 
 
 def planned_checkpoint(cfg: CompareConfig, task) -> Path:
     """Where the warm start of ``cfg`` is (or will be) cached; nothing is trained."""
     held = held_out_prompts(task, cfg.eval_problems)
-    return warm_start_path(task, warm_start_config(cfg), Path(cfg.out_dir) / ".cache", held)
+    return warm_start_path(task, warm_start_config(cfg, task), Path(cfg.out_dir) / ".cache", held)
 
 
 def starting_checkpoint(cfg: CompareConfig, task, *, use_packaged: bool = True) -> Path:
@@ -222,7 +246,7 @@ def starting_checkpoint(cfg: CompareConfig, task, *, use_packaged: bool = True) 
     held = held_out_prompts(task, cfg.eval_problems)
     return warm_start(
         task,
-        warm_start_config(cfg),
+        warm_start_config(cfg, task),
         Path(cfg.out_dir) / ".cache",
         exclude=held,
         progress=cfg.progress,
@@ -237,7 +261,9 @@ def compare(cfg: CompareConfig, task=None) -> Path:
     from botgrpo.harness.results import collect, load_records
     from botgrpo.harness.summary import write_summary
 
-    task = check_inputs(cfg) if task is None else task
+    if task is None:
+        task = check_inputs(cfg)
+    resolve_task_defaults(cfg, task)
     root = Path(cfg.out_dir) / cfg.name
     start = time.perf_counter()
     model_path: str | Path

@@ -14,7 +14,7 @@ import typing
 from dataclasses import dataclass
 
 from botgrpo.harness.results import EVAL_METRICS
-from botgrpo.rewards.configs import matches_basic
+from botgrpo.rewards.configs import basic_members, matches_basic
 from botgrpo.trl.presets import PRESETS
 from botgrpo.usage import check_finite_number, check_folder_name, check_unique, parse_bool
 
@@ -62,8 +62,9 @@ class CompareConfig:
     """Prompts per optimizer step."""
     num_generations: int = 8
     """Rollouts per prompt (K)."""
-    max_completion_length: int = 192
-    """Longest completion in tokens."""
+    max_completion_length: int | None = None
+    """Longest completion in tokens; None = the task's (``max_completion_tokens``: 192 for chain
+    and columns, 448 for react, 192 for python)."""
     temperature: float = 1.0
     """Sampling temperature of the rollouts."""
     learning_rate: float = 1e-4
@@ -91,10 +92,17 @@ class CompareConfig:
     """Weight of the outcome G in r_t = w_g G + w_s S_t + b_format."""
     w_s: float = 0.5
     """Weight of the local step signal S_t."""
-    warm_start_steps: int = 3000
-    """Supervised warm-start steps (cached by config hash, shared by every run)."""
+    warm_start_steps: int | None = None
+    """Supervised warm-start steps (cached by config hash, shared by every run); None = the
+    task's (``warm_start_steps``: 3000 for chain and columns, fewer for the code tasks, whose
+    demonstrations are more regular and longer)."""
     warm_start_lr: float = 3e-3
     """Warm-start learning rate."""
+    warm_start_stop: str | None = None
+    """When the warm start is done: "steps" (exactly warm_start_steps) or "converged" (when
+    its held-out loss is flat, at most warm_start_steps); None = the task's
+    (``warm_start_stop``: "steps" for chain and columns, whose shipped warm starts train 3000
+    steps; "converged" for the code tasks and for a task of your own)."""
     warm_start_schedule_steps: int = 0
     """Length of the warm start's learning-rate schedule (0 = warm_start_steps); above
     warm_start_steps it stops a longer run early, part-way through learning the task."""
@@ -189,7 +197,7 @@ class CompareConfig:
             "sweep_seeds",
         )
         for name in positive:
-            if getattr(self, name) < 1:
+            if getattr(self, name) is not None and getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.num_generations < 2:
             raise ValueError("num_generations must be >= 2 (group statistics need two rollouts)")
@@ -202,16 +210,48 @@ class CompareConfig:
             )
         non_negative = ("pass_samples", "pass_problems", "warm_start_steps", "warmup_steps")
         for name in non_negative:
-            if getattr(self, name) < 0:
+            if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.warm_start_stop not in (None, "steps", "converged"):
+            raise ValueError(
+                f"warm_start_stop must be steps or converged, got {self.warm_start_stop!r}"
+            )
         if (
             self.warm_start_schedule_steps
+            and self.warm_start_steps is not None
             and self.warm_start_schedule_steps < self.warm_start_steps
         ):
             raise ValueError(
                 "warm_start_schedule_steps must be 0 or >= warm_start_steps, got "
                 f"{self.warm_start_schedule_steps} < {self.warm_start_steps}"
             )
+
+
+#: What a task may set when the comparison leaves it open (None), and the value otherwise.
+TASK_DEFAULTS = {
+    "max_completion_length": ("max_completion_tokens", 192),
+    "warm_start_steps": ("warm_start_steps", 3000),
+    "warm_start_stop": ("warm_start_stop", "converged"),
+}
+
+
+def resolve_task_defaults(cfg: CompareConfig, task: object) -> CompareConfig:
+    """Fill, in place, the fields left None with the task's values (``TASK_DEFAULTS``), so
+    everything after it (settings, runs, the warm start's key) sees numbers; returns ``cfg``."""
+    for name, (attribute, fallback) in TASK_DEFAULTS.items():
+        if getattr(cfg, name) is None:
+            setattr(cfg, name, type(fallback)(getattr(task, attribute, fallback)))
+    if cfg.warm_start_schedule_steps and cfg.warm_start_stop == "converged":
+        raise ValueError(
+            "warm_start_schedule_steps needs --warm-start-stop steps (a warm start that stops "
+            "when converged has no fixed schedule)"
+        )
+    if cfg.warm_start_schedule_steps and cfg.warm_start_schedule_steps < cfg.warm_start_steps:
+        raise ValueError(
+            "warm_start_schedule_steps must be 0 or >= warm_start_steps, got "
+            f"{cfg.warm_start_schedule_steps} < {cfg.warm_start_steps} (the task's warm start)"
+        )
+    return cfg
 
 
 def check_field_types(obj: object) -> None:
@@ -226,7 +266,9 @@ def check_field_types(obj: object) -> None:
             ok = isinstance(value, tuple | list) and all(matches_basic(v, (inner,)) for v in value)
             shown = f"a list of {inner.__name__}"
         else:
-            ok, shown = matches_basic(value, (hint,)), hint.__name__
+            allowed = basic_members(hint) or (hint,)
+            ok = matches_basic(value, allowed)
+            shown = " or ".join("None" if t is type(None) else t.__name__ for t in allowed)
         if not ok:
             raise ValueError(f"{f.name} must be {shown}, got {value!r}")
 
@@ -263,6 +305,9 @@ def add_dataclass_arguments(
             continue
         default = (defaults or {}).get(f.name, f.default)
         hint = hints[f.name]
+        optional = [a for a in typing.get_args(hint) if a is not type(None)]
+        if type(None) in typing.get_args(hint) and len(optional) == 1:
+            hint = optional[0]  # `int | None`: the flag takes an int; None stays the default
         flag = "--" + f.name.replace("_", "-")
         help_ = f"{docs.get(f.name, '')} (default: {default})".replace("%", "%%")
         if hint is bool:

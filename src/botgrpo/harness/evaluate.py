@@ -1,6 +1,7 @@
 """Held-out evaluation: greedy and sampled solve rates, step accuracies and pass@k.
 
-Four numbers per evaluation (``EVAL_METRICS``): the share of problems the greedy completion
+Four numbers per evaluation (``EVAL_METRICS``), and the task's own rates where its scores carry
+them (the code tasks' compile and clean rates): the share of problems the greedy completion
 solves, the share of correct steps among the greedy completions' steps, the same two over
 ``n_samples`` completions per problem sampled at the training temperature (sampled solved is the
 unbiased pass@1, the policy's expected outcome, which is what RL raises), and pass@k.
@@ -11,14 +12,15 @@ Face causal LM); completions are scored by the task, the same scorer that feeds 
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 
 import torch
 
-from botgrpo.harness.results import EVAL_METRICS
+from botgrpo.harness.results import EVAL_METRICS, TASK_METRICS
 from botgrpo.metrics import pass_at_k
-from botgrpo.tasks.base import Example, Task
+from botgrpo.tasks.base import Example, Task, score_all
 
 #: Seed labels of the held-out streams: "test" is reported, "validation" picks learning rates.
 HELD_OUT_STREAMS = ("test", "validation")
@@ -108,6 +110,16 @@ def _step_accuracy(scores) -> float:
     return sum(v == 1 for v in verdicts) / max(1, len(verdicts))
 
 
+def _task_metrics(scores, prefix: str) -> dict[str, float]:
+    """Means of the task's own rates (``Score.metrics``: compiled, clean) the scores carry."""
+    out = {}
+    for name in TASK_METRICS:
+        values = [s.metrics[name] for s in scores if name in s.metrics]
+        if values and len(values) == len(scores):
+            out[f"{prefix}_{name}"] = sum(values) / len(values)
+    return out
+
+
 @dataclass(frozen=True)
 class EvalResult:
     """Held-out metrics at one training step.
@@ -121,6 +133,7 @@ class EvalResult:
             without samples.
         pass_at: pass@k for each k, from ``n_samples`` sampled completions per problem.
         n_problems: problems evaluated greedily.
+        task_metrics: the task's own rates (``greedy_compiled``, ``sampled_clean``, ...).
     """
 
     greedy_solved: float
@@ -129,10 +142,12 @@ class EvalResult:
     sampled_step_acc: float | None
     pass_at: dict[int, float]
     n_problems: int
+    task_metrics: dict[str, float] = dataclasses.field(default_factory=dict)
 
     def record(self) -> dict[str, float]:
         """The metrics as an evaluation record's fields (absent sampled metrics left out)."""
-        out = {k: getattr(self, k) for k in EVAL_METRICS if getattr(self, k) is not None}
+        out = {k: getattr(self, k) for k in EVAL_METRICS if getattr(self, k, None) is not None}
+        out.update(self.task_metrics)
         return {**out, **{f"pass@{k}": v for k, v in self.pass_at.items()}}
 
 
@@ -152,7 +167,8 @@ def evaluate(
     pass@k on the first ``sample_problems`` of them (all by default)."""
     prompts = [ex.prompt for ex in examples]
     greedy = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens)
-    scores = [task.score(ex, c) for ex, c in zip(examples, greedy, strict=True)]
+    scores = score_all(task, examples, greedy)
+    extra = _task_metrics(scores, "greedy")
     sampled_solved = sampled_step = None
     pass_at: dict[int, float] = {}
     subset = examples[:sample_problems] if sample_problems is not None else examples
@@ -165,10 +181,10 @@ def evaluate(
             temperature=temperature,
             num_return_sequences=n_samples,
         )
-        per_problem = [
-            [task.score(ex, c) for c in sampled[i * n_samples : (i + 1) * n_samples]]
-            for i, ex in enumerate(subset)
-        ]
+        repeated = [ex for ex in subset for _ in range(n_samples)]
+        flat = score_all(task, repeated, sampled)
+        per_problem = [flat[i * n_samples : (i + 1) * n_samples] for i in range(len(subset))]
+        extra.update(_task_metrics(flat, "sampled"))
         correct = [sum(s.solved for s in group) for group in per_problem]
         for k in ks:
             if k <= n_samples:
@@ -182,4 +198,5 @@ def evaluate(
         sampled_step_acc=sampled_step,
         pass_at=pass_at,
         n_problems=len(examples),
+        task_metrics=extra,
     )

@@ -1,9 +1,10 @@
-"""curves.png: four panels, one colour per method, mean over seeds with the seed band.
+"""curves.png: one colour per method, mean over seeds with the seed band.
 
 1. The lead metric on the held-out problems (thresholds of the summary dotted).
-2. The matching step accuracy (greedy or sampled, as the lead metric).
-3. The share of the training rollouts that solved their problem, per step (moving average).
-4. The share of prompt groups that carried a learning signal.
+2. For a code task, its other rates (compiled, clean, solved; greedy or sampled, as the lead).
+3. The matching step accuracy (greedy or sampled, as the lead metric).
+4. The share of the training rollouts that solved their problem, per step (moving average).
+5. The share of prompt groups that carried a learning signal.
 """
 
 from __future__ import annotations
@@ -55,30 +56,48 @@ def plot_curves(
     title: str = "",
     thresholds: tuple[float, ...] = (),
 ) -> Path:
-    """Write the four-panel figure to ``out``."""
+    """Write the figure to ``out``: four panels, six when the records carry a code task's
+    compile and clean rates (the lead metric, the other two rates, step accuracy, training
+    rollouts solved, learning signal)."""
     lead = eval_curves(records, metric)
-    step_key = "sampled_step_acc" if metric.startswith("sampled") else "greedy_step_acc"
+    prefix = "sampled" if metric.startswith("sampled") else "greedy"
+    step_key = f"{prefix}_step_acc"
+    companions = [
+        key
+        for key in (f"{prefix}_compiled", f"{prefix}_clean", f"{prefix}_solved")
+        if key != metric and any(key in r for r in records)
+    ]
+    if not any(key.endswith(("_compiled", "_clean")) for key in [metric, *companions]):
+        companions = []
     methods = sorted(set(lead) | set(train_means(records, "bot/frac_zero_signal_groups")))
     colors = {m: f"C{i}" for i, m in enumerate(methods)}
-    fig, axes = plt.subplots(2, 2, figsize=(12, 8.5))
-    (ax, bx), (cx, dx) = axes
+    columns = (len(companions) + 5) // 2  # lead, companions, step accuracy, training, signal
+    fig, axes = plt.subplots(2, columns, figsize=(6 * columns, 8.5))
+    panels = list(axes.flat)
+    ax = panels.pop(0)
     _panel(ax, lead, colors)
     for t in thresholds:
         ax.axhline(t, color="grey", ls=":", lw=1)
     ax.set(xlabel="optimizer step", ylabel=metric, title=f"held-out {metric.replace('_', ' ')}")
     ax.legend(loc="best", framealpha=0.8)
-    _panel(bx, eval_curves(records, step_key), colors)
-    bx.set(xlabel="optimizer step", ylabel=step_key, title=f"held-out {step_key.replace('_', ' ')}")
+    for key in [*companions, step_key]:
+        bx = panels.pop(0)
+        _panel(bx, eval_curves(records, key), colors)
+        bx.set(xlabel="optimizer step", ylabel=key, title=f"held-out {key.replace('_', ' ')}")
+    cx = panels.pop(0)
     _panel(cx, train_curves(records, "solved"), colors, smooth=SMOOTH_STEPS)
     cx.set(
         xlabel="optimizer step",
         ylabel="solved rollouts",
         title=f"training rollouts solved ({SMOOTH_STEPS}-step average)",
     )
+    dx = panels.pop(0)
     zero = train_means(records, "bot/frac_zero_signal_groups")
     dx.bar(list(zero), [1 - z for z in zero.values()], color=[colors[m] for m in zero])
     dx.set(ylim=(0, 1), ylabel="groups carrying signal", title="learning signal (mean over steps)")
     dx.tick_params(axis="x", rotation=30)
+    for unused in panels:
+        unused.axis("off")
     if title:
         fig.suptitle(title)
     fig.tight_layout()

@@ -14,7 +14,15 @@ EVAL_METRICS = {
     "sampled_solved": "held-out problems solved by a completion sampled at the training "
     "temperature (pass@1)",
     "sampled_step_acc": "correct steps among the sampled completions' steps",
+    "greedy_compiled": "greedy completions that compile (code tasks: React compiles and "
+    "renders; Python parses and raises no error)",
+    "sampled_compiled": "sampled completions that compile (the paper's compile rate)",
+    "greedy_clean": "greedy completions that compile with no error-level diagnostic",
+    "sampled_clean": "sampled completions that compile with no error-level diagnostic",
 }
+
+#: Metrics a task reports only when its scores carry them (``Score.metrics``), by base name.
+TASK_METRICS = ("compiled", "clean")
 
 
 def load_records(path: str | Path) -> list[dict]:

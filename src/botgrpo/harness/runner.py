@@ -79,6 +79,7 @@ _NOT_RUN_SETTINGS = (
     "thresholds",
     "workers",
     "progress",
+    "warm_start_stop",  # part of the warm start's key, so of model_path
 )
 
 
@@ -249,7 +250,7 @@ def _counting_solved(reward_fn, sink: list[float]):
 
     def counted(*args, **kwargs):
         out = reward_fn(*args, **kwargs)
-        sink.extend(float(tr.outcome >= 1.0) for tr in out)
+        sink.extend(float(tr.info.get("solved", tr.outcome >= 1.0)) for tr in out)
         return out
 
     return functools.update_wrapper(counted, reward_fn)
@@ -306,10 +307,11 @@ def execute_run(spec: RunSpec) -> str:
     from transformers import AutoTokenizer
     from transformers.trainer_callback import PrinterCallback
 
+    from botgrpo.harness.config import resolve_task_defaults
     from botgrpo.harness.evaluate import held_out_examples, held_out_prompts
     from botgrpo.tasks import load_task
     from botgrpo.tasks.data import sample_examples, task_dataset
-    from botgrpo.tasks.reward import make_task_reward
+    from botgrpo.tasks.reward import task_reward
     from botgrpo.trl import BoTGRPOTrainer
 
     cfg = spec.config
@@ -319,6 +321,7 @@ def execute_run(spec: RunSpec) -> str:
     shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
     out.mkdir(parents=True)
     task = load_task(cfg.task)
+    resolve_task_defaults(cfg, task)  # compare() has; a RunSpec made by hand may not
     eval_examples = held_out_examples(task, cfg.eval_problems, spec.stream)
     held = held_out_prompts(task, cfg.eval_problems)
     n_train = cfg.steps * cfg.prompts_per_step
@@ -327,7 +330,7 @@ def execute_run(spec: RunSpec) -> str:
     solved: list[float] = []
     trainer = BoTGRPOTrainer(
         model=spec.model_path,
-        reward_funcs=[_counting_solved(make_task_reward(task, tokenizer), solved)],
+        reward_funcs=[_counting_solved(task_reward(task, tokenizer), solved)],
         args=_trainer_config(spec, out),
         train_dataset=train,
         processing_class=tokenizer,

@@ -35,6 +35,12 @@ from botgrpo.tiny import TinyModelSpec, build_tiny_model
 #: Bump when the warm-start procedure changes, so old cached checkpoints are not reused.
 WARM_START_VERSION = 2
 
+#: How a warm start decides it is done (WarmStartConfig.stop).
+STOP_RULES = ("steps", "converged")
+
+#: Held-out demonstrations whose loss the "converged" rule watches.
+CHECK_BATCH = 64
+
 #: Warm starts shipped with the package (small tiny-model checkpoints, each with its cache key
 #: in warm_start.json), copied into the cache when a run asks for exactly that key.
 PACKAGED_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
@@ -68,10 +74,31 @@ class WarmStartConfig:
         )
     )
     schedule_steps: int = 0
+    stop: str = "steps"
+    """"steps": train exactly ``steps`` on the cosine schedule; "converged": train at the peak
+    rate (after a short warm-up) until the loss on a fixed check batch of demonstrations (64,
+    from their own stream; never the evaluation's held-out problems)
+    improves by less than ``tolerance`` (relative) over ``patience`` checks ``check_every``
+    steps apart, then anneal the rate linearly to 10% over a tenth of the steps run (at least
+    ``check_every``) and stop; ``steps`` is then the most it trains."""
+    check_every: int = 50
+    """Steps between held-out loss checks when ``stop`` is "converged"."""
+    patience: int = 3
+    """Checks without a relative improvement of ``tolerance`` that count as converged."""
+    tolerance: float = 0.01
+    """Relative improvement of the held-out loss that still counts as learning."""
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.batch_size < 1:
             raise ValueError("WarmStartConfig needs steps >= 0 and batch_size >= 1")
+        if self.stop not in STOP_RULES:
+            raise ValueError(f"WarmStartConfig.stop must be one of {STOP_RULES}, got {self.stop!r}")
+        if self.check_every < 1 or self.patience < 1 or not 0 <= self.tolerance < 1:
+            raise ValueError(
+                "WarmStartConfig needs check_every >= 1, patience >= 1 and 0 <= tolerance < 1"
+            )
+        if self.stop == "converged" and self.schedule_steps:
+            raise ValueError("WarmStartConfig: schedule_steps applies to stop='steps' only")
         if self.schedule_steps and self.schedule_steps < self.steps:
             raise ValueError(
                 f"WarmStartConfig.schedule_steps ({self.schedule_steps}) must be 0 or >= steps "
@@ -82,10 +109,14 @@ class WarmStartConfig:
 
     def _key_fields(self) -> dict:
         """The config as hashed: schedule_steps only when it changes training (0 and ``steps``
-        train identically), so checkpoints cached before it existed stay valid."""
+        train identically), the stopping rule's options only with stop="converged", so
+        checkpoints cached before they existed stay valid."""
         fields = asdict(self)
         if fields.pop("schedule_steps") not in (0, self.steps):
             fields["schedule_steps"] = self.schedule_steps
+        if self.stop == "steps":
+            for name in ("stop", "check_every", "patience", "tolerance"):
+                fields.pop(name)
         return fields
 
     def cache_key(self, task: Task, exclude: frozenset[str] = frozenset()) -> str:
@@ -139,38 +170,113 @@ def _lr_at(step: int, total: int, peak: float) -> float:
     return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
 
 
+@dataclass(frozen=True)
+class WarmStartRun:
+    """What a warm start's training did."""
+
+    final_loss: float
+    """Mean training loss of the last 50 steps."""
+    steps: int
+    """Optimizer steps run (fewer than ``steps`` when it stopped on convergence)."""
+    held_out_losses: tuple[tuple[int, float], ...] = ()
+    """(step, loss on the held-out check batch) at each check (stop="converged")."""
+
+
+class _Convergence:
+    """The "converged" rule: a constant rate after warm-up, a check every ``check_every`` steps,
+    then a linear anneal once the held-out loss is flat (or over the last tenth of the steps,
+    when the cap comes first)."""
+
+    def __init__(self, config: WarmStartConfig, check_batch: dict) -> None:
+        self.config, self.batch = config, check_batch
+        self.best, self.flat, self.anneal_from, self.anneal_steps = math.inf, 0, None, 0
+        self.losses: list[tuple[int, float]] = []
+
+    def lr(self, step: int) -> float:
+        peak, warm = self.config.lr, max(1, min(100, self.config.steps // 20))
+        if step < warm:
+            return peak * (step + 1) / warm
+        last_tenth = self.config.steps - max(1, self.config.steps // 10)
+        if self.anneal_from is None and step >= last_tenth:  # the cap comes first: anneal anyway
+            self.anneal_from, self.anneal_steps = last_tenth, self.config.steps - last_tenth
+        if self.anneal_from is None:
+            return peak
+        done = (step - self.anneal_from) / max(1, self.anneal_steps)
+        return peak * (1.0 - 0.9 * min(1.0, done))
+
+    @torch.no_grad()
+    def after(self, model, step: int) -> bool:
+        """Record a check after ``step`` (0-based) when one is due; True when training is done."""
+        cfg = self.config
+        if self.anneal_from is not None:
+            return step + 1 >= self.anneal_from + self.anneal_steps
+        if (step + 1) % cfg.check_every:
+            return False
+        model.eval()
+        loss = float(model(**self.batch).loss)
+        model.train()
+        self.losses.append((step + 1, loss))
+        if loss < self.best * (1 - cfg.tolerance):
+            self.best, self.flat = loss, 0
+        else:
+            self.flat += 1
+        if self.flat >= cfg.patience:
+            self.anneal_from = step + 1
+            self.anneal_steps = max(cfg.check_every, (step + 1) // 10)
+        return False
+
+
 def train_warm_start(
     task: Task,
     config: WarmStartConfig,
     out_dir: Path,
     progress: bool,
     exclude: frozenset[str] = frozenset(),
-) -> float:
-    """Build the tiny model in ``out_dir`` and fine-tune it on demonstrations in place; returns
-    the mean loss of the last 50 steps."""
+) -> WarmStartRun:
+    """Build the tiny model in ``out_dir`` and fine-tune it on demonstrations in place (see
+    ``WarmStartConfig.stop`` for when it stops)."""
     build_tiny_model(out_dir, spec=config.model)
     tokenizer = AutoTokenizer.from_pretrained(out_dir)
     model = AutoModelForCausalLM.from_pretrained(out_dir)
     torch.manual_seed(config.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     rng = random.Random(f"warm-start-{config.seed}")
+    rule = None
+    if config.stop == "converged":
+        check_rng = random.Random(f"warm-start-check-{config.seed}")
+        rule = _Convergence(config, _batch(task, tokenizer, check_rng, CHECK_BATCH, exclude))
     model.train()
     bar = tqdm(range(config.steps), desc="warm start (training)", disable=not progress)
     recent: list[float] = []
     ticker = QuietProgress("warm start", config.steps, enabled=not progress)
+    steps = 0
     for step in bar:
         ticker.update(step)
         for group in opt.param_groups:
-            group["lr"] = _lr_at(step, config.schedule_steps or config.steps, config.lr)
+            if rule is None:
+                group["lr"] = _lr_at(step, config.schedule_steps or config.steps, config.lr)
+            else:
+                group["lr"] = rule.lr(step)
         loss = model(**_batch(task, tokenizer, rng, config.batch_size, exclude)).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
+        steps = step + 1
         recent = [*recent[-49:], loss.item()]
         bar.set_postfix(loss=f"{recent[-1]:.3f}")
+        if rule is not None and rule.after(model, step):
+            break
+    bar.close()
     model.save_pretrained(out_dir)
-    return sum(recent) / len(recent) if recent else float("nan")
+    final = sum(recent) / len(recent) if recent else float("nan")
+    return WarmStartRun(final, steps, tuple(rule.losses) if rule is not None else ())
+
+
+def _length(config: WarmStartConfig) -> str:
+    if config.stop == "converged":
+        return f"until its held-out loss is flat, at most {config.steps} steps"
+    return f"{config.steps} steps"
 
 
 def shipped_warm_start(name: str) -> Path:
@@ -269,21 +375,24 @@ def warm_start(
         shutil.copytree(shipped, tmp)
     else:
         print(
-            f"warm start: training one for task {task.name!r} ({config.steps} steps; the chain "
+            f"warm start: training one for task {task.name!r} ({_length(config)}; the chain "
             f"task's takes about 45 min on 2 cores; cached in {final} for later runs), because "
             f"{why_training(task, config, use_packaged)}",
             file=sys.stderr,
             flush=True,
         )
         start = time.perf_counter()
-        loss = train_warm_start(task, config, tmp, progress, exclude)
+        run = train_warm_start(task, config, tmp, progress, exclude)
         meta = {
             "key": key,
             "task": repr(task),
             "config": asdict(config),
-            "final_loss": loss,
+            "final_loss": run.final_loss,
+            "steps_run": run.steps,
             "seconds": round(time.perf_counter() - start, 1),
         }
+        if run.held_out_losses:
+            meta["held_out_losses"] = [list(point) for point in run.held_out_losses]
         (tmp / "warm_start.json").write_text(json.dumps(meta, indent=2))
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)

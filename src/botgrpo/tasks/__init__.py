@@ -1,7 +1,9 @@
 """Step-structured tasks: the protocol, built-in tasks, loaders and the task reward.
 
-Built-in: ``chain`` (long chain arithmetic, the default) and ``columns`` (column-wise addition
-with carries), both with a flawed teacher by default (:mod:`botgrpo.tasks.teacher`); options
+Built-in: ``chain`` (long chain arithmetic, the default), ``columns`` (column-wise addition
+with carries), ``react`` (small React components judged by the React toolchain) and ``python``
+(small functions judged in the sandbox), each with a flawed teacher by default
+(:mod:`botgrpo.tasks.teacher`); options
 after a colon, e.g. ``chain:min_steps=11,max_steps=16,slip=borrow,slip_rate=0.5``. Loaders:
 ``jsonl:PATH``, ``reasoning_gym:DATASET`` and ``package.module:factory`` (see
 :func:`load_task`).
@@ -16,9 +18,16 @@ import typing
 from botgrpo.tasks.base import Example, Score, StepVerdict, Task, check_task
 from botgrpo.tasks.chain import ChainArithmetic
 from botgrpo.tasks.columns import ColumnAddition
+from botgrpo.tasks.components import ReactComponents
+from botgrpo.tasks.functions import PythonFunctions
 from botgrpo.tasks.teacher import Teacher
 
-BUILTIN_TASKS = {"chain": ChainArithmetic, "columns": ColumnAddition}
+BUILTIN_TASKS = {
+    "chain": ChainArithmetic,
+    "columns": ColumnAddition,
+    "react": ReactComponents,
+    "python": PythonFunctions,
+}
 _TEACHER_OPTIONS = ("slip", "slip_rate")
 
 
@@ -115,6 +124,8 @@ __all__ = [
     "ChainArithmetic",
     "ColumnAddition",
     "Example",
+    "PythonFunctions",
+    "ReactComponents",
     "Score",
     "StepVerdict",
     "Task",

@@ -10,7 +10,10 @@ A task is any object with a ``name`` and three methods::
 
 ``score`` returns the outcome G (1.0 correct, 0.0 not, or anything continuous), the character
 spans of the completion's steps with a verdict each (+1 correct, -1 incorrect, 0 uncertain), and
-whether the completion is well formed (None: the task has no format to check). The reward
+whether the completion is well formed (None: the task has no format to check). Optional: a
+``score_batch(examples, completions)`` that scores many at once, and a
+``reward_function(tokenizer)`` that returns the TRL reward function to train with instead of
+the step reward built from ``score`` (the code tasks' line recipes). The reward
 toolkit turns a :class:`Score` into token rewards (:mod:`botgrpo.tasks.reward`), so every
 method reads the same information. Load a task with ``botgrpo compare --task NAME`` (a built-in
 name, ``jsonl:PATH``, ``reasoning_gym:DATASET``) or ``--task package.module:factory``.
@@ -22,7 +25,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -82,12 +85,16 @@ class Score:
         steps: the completion's steps with verdicts, in order.
         well_formed: True / False for the format bonus; None when the task has no format.
         answer: the final answer the completion gave, if any (for logs).
+        metrics: further per-completion rates in [0, 1] the evaluation averages and reports as
+            ``greedy_<name>`` and ``sampled_<name>`` (the code tasks' ``compiled`` and
+            ``clean``; see :data:`botgrpo.harness.results.EVAL_METRICS`).
     """
 
     outcome: float
     steps: tuple[StepVerdict, ...] = ()
     well_formed: bool | None = None
     answer: str | None = None
+    metrics: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def solved(self) -> bool:
@@ -112,6 +119,21 @@ class Task(Protocol):
     def score(self, example: Example, completion: str) -> Score:
         """Outcome, step verdicts and format of ``completion``."""
         ...
+
+
+def score_all(task: Task, examples: Sequence[Example], completions: Sequence[str]) -> list[Score]:
+    """``task.score`` of each (example, completion); through ``task.score_batch`` when the task
+    has one (code tasks check a whole batch in their worker pools at once)."""
+    batch = getattr(task, "score_batch", None)
+    if callable(batch):
+        scores = list(batch(list(examples), list(completions)))
+        if len(scores) != len(completions):
+            raise ValueError(
+                f"{type(task).__name__}.score_batch returned {len(scores)} scores for "
+                f"{len(completions)} completions"
+            )
+        return scores
+    return [task.score(ex, c) for ex, c in zip(examples, completions, strict=True)]
 
 
 def check_task(task: object) -> Task:

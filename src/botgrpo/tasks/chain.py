@@ -64,6 +64,8 @@ class ChainArithmetic:
     name: str = "chain"
 
     SLIPS = ("carry", "borrow")
+    #: The shipped warm start trains exactly 3000 steps (WarmStartConfig.stop).
+    warm_start_stop = "steps"
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_steps <= self.max_steps:

@@ -50,6 +50,8 @@ class ColumnAddition:
     name: str = "columns"
 
     SLIPS = ("carry",)
+    #: The shipped warm start trains exactly 3000 steps (WarmStartConfig.stop).
+    warm_start_stop = "steps"
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_digits <= self.max_digits:

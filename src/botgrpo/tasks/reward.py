@@ -105,3 +105,10 @@ def make_task_reward(
     reward.__name__ = reward.__qualname__ = name
     reward.local_bound = cfg.steps.bound  # type: ignore[attr-defined]
     return reward
+
+
+def task_reward(task: Task, tokenizer: Any) -> Callable[..., list[TokenReward]]:
+    """The reward a task trains with: ``task.reward_function(tokenizer)`` when the task brings
+    one (the code tasks' line recipes), else :func:`make_task_reward`."""
+    own = getattr(task, "reward_function", None)
+    return own(tokenizer) if callable(own) else make_task_reward(task, tokenizer)

@@ -1,0 +1,302 @@
+"""Small Python functions from a signature and example calls, judged in the sandbox.
+
+A prompt gives a function's name, signature and 2-3 example calls; a completion is one fenced
+``python`` block::
+
+    prompt:      def count_above(nums, t):
+                 count_above([3, 8, 1], 2) == 2
+                 count_above([5], 9) == 0
+    completion:  ```python
+                 def count_above(nums, t):
+                     n = 0
+                     for x in nums:
+                         if x > t:
+                             n += 1
+                     return n
+                 ```
+
+Seven function families (``FAMILIES``); parameter names vary per prompt, so a completion must
+use the prompt's names. Verdicts come from the Python recipe only
+(:func:`~botgrpo.rewards.recipes.python.make_python_code_reward`: pyflakes, the syntax error's
+line, the failing test's traceback line, tests in the sandbox), never from the teacher's
+record of its slips. A completion **compiles** when it parses and no test raises inside it (a
+syntax or runtime error), is **clean** when it compiles with no error-level diagnostic, and is
+**solved** when every test passes (the prompt's examples and three more, one of them on the
+boundary of the function's comparison). Line verdicts
+(``Score.steps``): -1 on the syntax error's line, an error-level diagnostic's line or a
+traceback line, else +1.
+
+The default teacher slips with rate 0.3 at each opportunity in kinds the recipe flags: ``colon``
+(a ``def``/``for``/``if`` line without its colon: a syntax error on the line), ``name`` (a
+name never assigned: pyflakes' undefined name and a NameError on the line), ``off_by_one`` (a
+wrong comparison or range bound: a failing test).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from botgrpo.tasks.base import Example, Score, StepVerdict
+from botgrpo.tasks.teacher import Teacher, demonstration_rng
+
+LIST_NAMES = ("nums", "xs", "items", "values", "data")
+NUM_NAMES = ("t", "k", "limit", "v", "m")
+
+
+def _ints(rng: random.Random, n: int) -> list[int]:
+    return [rng.randint(0, 9) for _ in range(n)]
+
+
+# Each family: (signature params, body lines with {a} = list name and {b} = number name, the
+# reference function, an input drawer, the off-by-one slip: (right text, wrong text)).
+FAMILIES = {
+    "count_above": (
+        "{a}, {b}",
+        [
+            "    n = 0",
+            "    for x in {a}:",
+            "        if x > {b}:",
+            "            n += 1",
+            "    return n",
+        ],
+        lambda a, b: sum(x > b for x in a),
+        lambda rng: (_ints(rng, rng.randint(0, 5)), rng.randint(0, 9)),
+        (" > ", " >= "),
+    ),
+    "sum_evens": (
+        "{a}",
+        [
+            "    total = 0",
+            "    for x in {a}:",
+            "        if x % 2 == 0:",
+            "            total += x",
+            "    return total",
+        ],
+        lambda a: sum(x for x in a if x % 2 == 0),
+        lambda rng: (_ints(rng, rng.randint(0, 5)),),
+        (" == 0", " == 1"),
+    ),
+    "max_item": (
+        "{a}",
+        [
+            "    best = {a}[0]",
+            "    for x in {a}:",
+            "        if x > best:",
+            "            best = x",
+            "    return best",
+        ],
+        max,
+        lambda rng: (_ints(rng, rng.randint(1, 5)),),
+        (" > best", " < best"),
+    ),
+    "first_at_least": (
+        "{a}, {b}",
+        [
+            "    for i in range(len({a})):",
+            "        if {a}[i] >= {b}:",
+            "            return i",
+            "    return -1",
+        ],
+        lambda a, b: next((i for i, x in enumerate(a) if x >= b), -1),
+        lambda rng: (_ints(rng, rng.randint(0, 5)), rng.randint(0, 9)),
+        (" >= ", " > "),
+    ),
+    "sum_to": (
+        "{b}",
+        [
+            "    total = 0",
+            "    for i in range(1, {b} + 1):",
+            "        total += i",
+            "    return total",
+        ],
+        lambda b: b * (b + 1) // 2,
+        lambda rng: (rng.randint(0, 12),),
+        ("{b} + 1)", "{b})"),
+    ),
+    "clamp": (
+        "x, {b}",
+        [
+            "    if x < 0:",
+            "        return 0",
+            "    if x > {b}:",
+            "        return {b}",
+            "    return x",
+        ],
+        lambda x, b: min(max(x, 0), b),
+        lambda rng: (rng.randint(-5, 15), rng.randint(1, 9)),
+        ("x > {b}", "x < {b}"),
+    ),
+    "count_equal": (
+        "{a}, {b}",
+        [
+            "    n = 0",
+            "    for x in {a}:",
+            "        if x == {b}:",
+            "            n += 1",
+            "    return n",
+        ],
+        lambda a, b: sum(x == b for x in a),
+        lambda rng: (_ints(rng, rng.randint(0, 6)), rng.randint(0, 9)),
+        (" == ", " != "),
+    ),
+}
+
+# A case on the boundary of each family's comparison, so a wrong comparison fails a test.
+BOUNDARY = {
+    "count_above": lambda rng: ([rng.randint(0, 4)] * 2 + [9], None),
+    "sum_evens": lambda rng: ([1, 2, 3, 4], None),
+    "max_item": lambda rng: ([rng.randint(0, 4), 9, 8], None),
+    "first_at_least": lambda rng: ([1, 5, 5, 7], 5),
+    "sum_to": lambda rng: (rng.randint(1, 6), None),
+    "clamp": lambda rng: (rng.randint(1, 4), rng.randint(6, 9)),  # inside: `x < b` fails
+    "count_equal": lambda rng: ([3, 3, 1], 3),
+}
+
+
+def _boundary_args(family: str, rng: random.Random) -> tuple:
+    first, second = BOUNDARY[family](rng)
+    if family in ("count_above",):
+        return (first, first[0])
+    if second is None:
+        return (first,)
+    return (first, second)
+
+
+@dataclass(frozen=True)
+class PythonFunctions:
+    """Small functions from a signature and examples, verdicts from the Python recipe.
+
+    Attributes:
+        examples: example calls shown in the prompt (2-3); three more are tested.
+        teacher: who writes the demonstrations: slips ``colon``, ``name``, ``off_by_one``
+            (joined with "+") at a rate; the default slips all three at 0.3.
+        test_timeout_s: seconds the sandboxed tests of one completion may take.
+    """
+
+    examples: int = 2
+    teacher: Teacher = field(default_factory=lambda: Teacher("colon+name+off_by_one", 0.3))
+    test_timeout_s: float = 5.0
+    name: str = "python"
+
+    SLIPS = ("colon", "name", "off_by_one")
+    METRICS = ("compiled", "clean")
+    #: Harness defaults (``botgrpo compare`` uses them unless told otherwise): the longest
+    #: completion in tokens, the tiny model's positions, supervised warm-start steps (at most: it stops when
+    #: its held-out loss is flat).
+    max_completion_tokens = 192
+    max_positions = 320
+    warm_start_steps = 1500
+    warm_start_stop = "converged"
+    #: What `botgrpo compare` and `botgrpo demo` lead with and evaluate on this task (flags
+    #: given still win): the paper's compile rate; fewer held-out problems (each runs tests).
+    compare_defaults: ClassVar[dict[str, object]] = {
+        "metric": "sampled_compiled",
+        "eval_problems": 300,
+        "pass_problems": 300,
+    }
+    demo_defaults: ClassVar[dict[str, object]] = {
+        "metric": "sampled_compiled",
+        "steps": 30,
+        "eval_every": 5,
+        "eval_problems": 150,
+        "pass_problems": 150,
+        "pass_samples": 1,
+    }
+
+    def __post_init__(self) -> None:
+        if not 2 <= self.examples <= 3:
+            raise ValueError(f"examples must be 2 or 3, got {self.examples}")
+        if not self.test_timeout_s > 0:
+            raise ValueError(f"test_timeout_s must be > 0, got {self.test_timeout_s}")
+        self.teacher.check_kind(self.name, self.SLIPS)
+
+    def sample(self, rng: random.Random) -> Example:
+        """A family, parameter names and example calls (with their results)."""
+        family = rng.choice(sorted(FAMILIES))
+        params, _, reference, draw, _ = FAMILIES[family]
+        names = {"a": rng.choice(LIST_NAMES), "b": rng.choice(NUM_NAMES)}
+        calls = []
+        for k in range(self.examples + 3):
+            args = _boundary_args(family, rng) if k == self.examples else draw(rng)
+            calls.append((", ".join(map(repr, args)), reference(*args)))
+        signature = f"def {family}({params.format(**names)}):"
+        shown = [f"{family}({args}) == {result!r}" for args, result in calls[: self.examples]]
+        prompt = "\n".join([signature, *shown]) + "\n"
+        tests = "\n".join(f"assert {family}({args}) == {result!r}" for args, result in calls)
+        meta = {"family": family, "names": names, "signature": signature, "test": tests}
+        return Example(prompt, tests, meta)
+
+    def demonstration(self, example: Example, rng: random.Random | None = None) -> str:
+        """The teacher's function; slips drawn from ``rng`` (default: one stream per prompt)."""
+        rng = rng or demonstration_rng(example)
+        return "```python\n" + "\n".join(function_lines(example.meta, self.teacher, rng)) + "\n```"
+
+    def score(self, example: Example, completion: str) -> Score:
+        """Compiled, clean and solved from the Python recipe (one completion)."""
+        return self.score_batch([example], [completion])[0]
+
+    def score_batch(self, examples: Sequence[Example], completions: Sequence[str]) -> list[Score]:
+        """:meth:`score` of many completions, tests run in parallel in the sandbox (each
+        distinct code and test pair once)."""
+        from botgrpo.tasks.code import python_checks
+
+        return [
+            score_python_check(c, block, analysis, tests)
+            for c, (block, analysis, tests) in zip(
+                completions, python_checks(self, examples, completions), strict=True
+            )
+        ]
+
+    def reward_function(self, tokenizer, config=None):
+        """The Python recipe's token reward with this task's outcome (see :mod:`.code`)."""
+        from botgrpo.tasks.code import make_python_task_reward
+
+        return make_python_task_reward(self, tokenizer, config)
+
+
+def function_lines(meta, teacher: Teacher, rng: random.Random) -> list[str]:
+    """The teacher's function, one string per line, slipping at each opportunity."""
+    slip = teacher.slips
+    _, body, _, _, (right, wrong) = FAMILIES[meta["family"]]
+    names = meta["names"]
+    signature = meta["signature"]
+    lines = [signature[:-1] if slip("colon", rng) else signature]
+    assigned: list[str] = []
+    for template in body:
+        line = template.format(**names)
+        stripped = line.strip()
+        if stripped.endswith(":") and slip("colon", rng):
+            line = line[:-1]
+        if right.format(**names) in line and slip("off_by_one", rng):
+            line = line.replace(right.format(**names), wrong.format(**names), 1)
+        if stripped.startswith("return ") and assigned and slip("name", rng):
+            line = line.replace(f"return {assigned[0]}", "return result", 1)
+        if " = " in stripped and not stripped.startswith(("for ", "if ")):
+            assigned.append(stripped.split(" = ")[0])
+        lines.append(line)
+    return lines
+
+
+def score_python_check(completion: str, block, analysis, tests) -> Score:
+    """A :class:`Score` from the Python recipe's parts for one completion."""
+    if block is None or analysis is None or analysis.empty:
+        return Score(0.0, (), False, None, {"compiled": 0.0, "clean": 0.0})
+    bad = set()
+    if analysis.syntax is not None:
+        bad.add(analysis.syntax.line)
+    bad.update(d.line for d in analysis.diagnostics if d.severity in ("fatal", "error"))
+    failing = tests.failing_lines if tests is not None else ()
+    bad.update(failing)
+    compiled = analysis.syntax is None and not failing
+    clean = compiled and not any(d.severity in ("fatal", "error") for d in analysis.diagnostics)
+    solved = compiled and tests is not None and tests.total > 0 and tests.passed == tests.total
+    steps = []
+    at = block.start
+    for k, line in enumerate(block.code.split("\n")[: block.n_lines]):
+        steps.append(StepVerdict(at, at + len(line), -1 if k + 1 in bad else 1))
+        at += len(line) + 1
+    metrics = {"compiled": float(compiled), "clean": float(clean)}
+    return Score(float(solved), tuple(steps), True, None, metrics)

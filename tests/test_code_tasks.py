@@ -255,3 +255,24 @@ def test_the_task_fills_the_lengths_a_comparison_leaves_open(tmp_path):
     given = CompareConfig(out_dir=str(tmp_path), task="react", max_completion_length=100)
     check_inputs(given)
     assert given.max_completion_length == 100
+
+
+def test_the_shipped_react_warm_start_is_the_default_comparisons(tmp_path):
+    """`botgrpo compare --task react` starts RL from the shipped checkpoint, not a training."""
+    import json
+
+    from botgrpo.harness.compare import check_inputs, warm_start_config
+    from botgrpo.harness.config import CompareConfig
+    from botgrpo.harness.evaluate import held_out_prompts
+    from botgrpo.harness.warmstart import packaged_warm_start
+
+    cfg = CompareConfig(out_dir=str(tmp_path), task="react", **ReactComponents.compare_defaults)
+    task = check_inputs(cfg)
+    key = warm_start_config(cfg, task).cache_key(task, held_out_prompts(task, cfg.eval_problems))
+    shipped = packaged_warm_start(key)
+    assert shipped is not None, (
+        "rebuild it: botgrpo warm-start --task react --retrain --package react"
+    )
+    meta = json.loads((shipped / "warm_start.json").read_text())
+    assert meta["metrics"]["greedy_compiled"] > 0.9  # converged on the mechanics
+    assert 0.1 < meta["metrics"]["sampled_compiled"] < 0.5  # and imitates the slipping teacher

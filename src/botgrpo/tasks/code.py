@@ -25,6 +25,19 @@ from botgrpo.rewards.calling import dataset_column, resolve_tokenizer, tokenize_
 from botgrpo.rewards.types import TokenReward
 from botgrpo.tasks.base import Example
 
+#: What `botgrpo compare` leads with and evaluates on a code task (flags given still win): the
+#: paper's compile rate, on fewer held-out problems than the default (each is rendered or run).
+COMPARE_DEFAULTS = {"metric": "sampled_compiled", "eval_problems": 300, "pass_problems": 300}
+#: What `botgrpo demo --task react` (or python) runs: 30 steps, 150 problems every 5.
+DEMO_DEFAULTS = {
+    "metric": "sampled_compiled",
+    "steps": 30,
+    "eval_every": 5,
+    "eval_problems": 150,
+    "pass_problems": 150,
+    "pass_samples": 1,
+}
+
 
 def _examples(prompts, columns: Mapping[str, Any], n: int, name: str) -> list[Example]:
     answers = dataset_column(columns, "answer", n, name)

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from botgrpo.tasks.base import Example, Score, StepVerdict
+from botgrpo.tasks.code import COMPARE_DEFAULTS, DEMO_DEFAULTS
 from botgrpo.tasks.teacher import Teacher, demonstration_rng
 
 
@@ -95,27 +96,15 @@ class ReactComponents:
     SLIPS = ("tag", "attr", "key", "hook", "undefined")
     METRICS = ("compiled", "clean")
     #: Harness defaults (``botgrpo compare`` uses them unless told otherwise): the longest
-    #: completion in tokens, the tiny model's positions, supervised warm-start steps (at most: it stops when
-    #: its held-out loss is flat).
+    #: completion in tokens, the tiny model's positions, supervised warm-start steps (at most:
+    #: it stops when its check loss is flat).
     max_completion_tokens = 448
     max_positions = 640
     warm_start_steps = 1500
     warm_start_stop = "converged"
-    #: What `botgrpo compare` and `botgrpo demo` lead with and evaluate on this task (flags
-    #: given still win): the paper's compile rate; fewer held-out problems (each is rendered).
-    compare_defaults: ClassVar[dict[str, object]] = {
-        "metric": "sampled_compiled",
-        "eval_problems": 300,
-        "pass_problems": 300,
-    }
-    demo_defaults: ClassVar[dict[str, object]] = {
-        "metric": "sampled_compiled",
-        "steps": 30,
-        "eval_every": 5,
-        "eval_problems": 150,
-        "pass_problems": 150,
-        "pass_samples": 1,
-    }
+    #: What `botgrpo compare` and `botgrpo demo` run on this task (``botgrpo.tasks.code``).
+    compare_defaults: ClassVar[dict[str, object]] = COMPARE_DEFAULTS
+    demo_defaults: ClassVar[dict[str, object]] = DEMO_DEFAULTS
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_parts <= self.max_parts <= len(PARTS):

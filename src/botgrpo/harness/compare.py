@@ -171,10 +171,11 @@ def check_inputs(cfg: CompareConfig):
     from botgrpo.harness.warmstart import sample_outside
     from botgrpo.tasks import load_task
     from botgrpo.tasks.data import sample_examples
+    from botgrpo.tasks.noise import clean_task, with_verdict_noise
     from botgrpo.usage import check_writable_folder
 
     check_writable_folder(cfg.out_dir, "out_dir")
-    task = load_task(cfg.task)
+    task = clean_task(with_verdict_noise(load_task(cfg.task), cfg.verdict_noise))
     resolve_task_defaults(cfg, task)
     check_task_metric(cfg.metric, task)
     for stream in HELD_OUT_STREAMS:

@@ -92,6 +92,11 @@ class CompareConfig:
     """Weight of the outcome G in r_t = w_g G + w_s S_t + b_format."""
     w_s: float = 0.5
     """Weight of the local step signal S_t."""
+    verdict_noise: str = ""
+    """Noisy step verdicts for training, as RATE[:KIND] (e.g. 0.2 = 20% of verdicts flipped;
+    kinds flip, false_alarm, miss, random; see botgrpo.tasks.NoisyVerdicts); "" = the task's
+    own verdicts. Evaluations always read clean verdicts; outcome-only methods (grpo, dapo, ...)
+    see no verdicts, so their runs do not depend on it."""
     warm_start_steps: int | None = None
     """Supervised warm-start steps (cached by config hash, shared by every run); None = the
     task's (``warm_start_steps``: 3000 for chain and columns, fewer for the code tasks, whose
@@ -212,6 +217,10 @@ class CompareConfig:
         for name in non_negative:
             if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if self.verdict_noise:
+            from botgrpo.tasks.noise import VerdictNoise
+
+            self.verdict_noise = VerdictNoise.parse(self.verdict_noise).spec()
         if self.warm_start_stop not in (None, "steps", "converged"):
             raise ValueError(
                 f"warm_start_stop must be steps or converged, got {self.warm_start_stop!r}"

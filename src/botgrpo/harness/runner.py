@@ -83,9 +83,19 @@ _NOT_RUN_SETTINGS = (
 )
 
 
+def _reads_verdicts(method: str) -> bool:
+    """Whether a preset's estimator reads the step signal (outcome-only ones do not)."""
+    from botgrpo.scoring.token_batch import OUTCOME_ESTIMATORS
+    from botgrpo.trl.presets import PRESETS
+
+    return PRESETS[method].advantage_estimator not in OUTCOME_ESTIMATORS
+
+
 def run_settings(spec: RunSpec) -> dict:
     """What a run's results depend on: its method, seed, rate, checkpoint and the run options."""
     options = {k: v for k, v in asdict(spec.config).items() if k not in _NOT_RUN_SETTINGS}
+    if not options.get("verdict_noise") or not _reads_verdicts(spec.method):
+        options.pop("verdict_noise", None)  # clean verdicts; or a method that reads none
     options = json.loads(json.dumps(options, default=list))  # tuples -> lists, as stored
     return {
         "method": spec.method,
@@ -311,6 +321,7 @@ def execute_run(spec: RunSpec) -> str:
     from botgrpo.harness.evaluate import held_out_examples, held_out_prompts
     from botgrpo.tasks import load_task
     from botgrpo.tasks.data import sample_examples, task_dataset
+    from botgrpo.tasks.noise import clean_task, with_verdict_noise
     from botgrpo.tasks.reward import task_reward
     from botgrpo.trl import BoTGRPOTrainer
 
@@ -320,7 +331,8 @@ def execute_run(spec: RunSpec) -> str:
         raise ValueError(f"run folder {out} is a link; botgrpo deletes only folders it made")
     shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
     out.mkdir(parents=True)
-    task = load_task(cfg.task)
+    judged = with_verdict_noise(load_task(cfg.task), cfg.verdict_noise)  # the training reward's
+    task = clean_task(judged)  # evaluations read clean verdicts
     resolve_task_defaults(cfg, task)  # compare() has; a RunSpec made by hand may not
     eval_examples = held_out_examples(task, cfg.eval_problems, spec.stream)
     held = held_out_prompts(task, cfg.eval_problems)
@@ -330,7 +342,7 @@ def execute_run(spec: RunSpec) -> str:
     solved: list[float] = []
     trainer = BoTGRPOTrainer(
         model=spec.model_path,
-        reward_funcs=[_counting_solved(task_reward(task, tokenizer), solved)],
+        reward_funcs=[_counting_solved(task_reward(judged, tokenizer), solved)],
         args=_trainer_config(spec, out),
         train_dataset=train,
         processing_class=tokenizer,

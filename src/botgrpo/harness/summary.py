@@ -154,6 +154,7 @@ def build_summary(
         "speedups": speedups,
         "auc_differences": auc_diffs,
         "lr_sweep": _sweep_of(lr_sweep, methods) if lr_sweep else None,
+        "verdict_noise": cfg.verdict_noise or None,
     }
     summary["verdict"] = verdict(summary)
     return summary
@@ -318,6 +319,7 @@ def render_markdown(s: dict) -> str:
         "",
         *(f"- {v}" for v in s["verdict"]),
         "",
+        *([_noise_line(s["verdict_noise"]), ""] if s.get("verdict_noise") else []),
         *_table(s),
         "",
         *([*_sweep_table(s["lr_sweep"]), ""] if s.get("lr_sweep") else []),
@@ -338,6 +340,16 @@ def render_markdown(s: dict) -> str:
         "metrics.jsonl.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _noise_line(spec: str) -> str:
+    """What the training verdicts were, for a comparison with noisy verdicts."""
+    from botgrpo.tasks.noise import VerdictNoise
+
+    return (
+        f"Training verdicts: {VerdictNoise.parse(spec).describe()} (`--verdict-noise {spec}`); "
+        "evaluations read clean verdicts, and outcome-only methods see no verdicts."
+    )
 
 
 def _wall_line(s: dict) -> str:

@@ -29,6 +29,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from botgrpo.harness.progress import QuietProgress
 from botgrpo.tasks.base import Task, task_fingerprint
+from botgrpo.tasks.noise import clean_task
 from botgrpo.tasks.teacher import demonstrate
 from botgrpo.tiny import TinyModelSpec, build_tiny_model
 
@@ -120,9 +121,10 @@ class WarmStartConfig:
         return fields
 
     def cache_key(self, task: Task, exclude: frozenset[str] = frozenset()) -> str:
-        """Hash of the task's fingerprint, the excluded prompts, this config and the version."""
+        """Hash of the task's fingerprint, the excluded prompts, this config and the version
+        (noisy verdicts do not change a warm start: the clean task's fingerprint)."""
         payload = {
-            "task": task_fingerprint(task),
+            "task": task_fingerprint(clean_task(task)),
             "exclude": hashlib.sha256("\n".join(sorted(exclude)).encode()).hexdigest(),
             "config": self._key_fields(),
             "version": WARM_START_VERSION,
@@ -363,7 +365,9 @@ def warm_start(
     ``use_packaged``: take a checkpoint shipped with the package when one was trained with
     exactly this key (``botgrpo warm-start`` rebuilds it); False always trains. Before training
     one, a line on stderr says why (what differs from the shipped one) and how long it takes.
+    A task with noisy verdicts gets its clean task's warm start.
     """
+    task = clean_task(task)
     key = config.cache_key(task, exclude)
     final = warm_start_path(task, config, cache_dir, exclude)
     if (final / "config.json").exists() and (final / "warm_start.json").exists():

@@ -6,7 +6,7 @@ with carries), ``react`` (small React components judged by the React toolchain) 
 (:mod:`botgrpo.tasks.teacher`); options
 after a colon, e.g. ``chain:min_steps=11,max_steps=16,slip=borrow,slip_rate=0.5``. Loaders:
 ``jsonl:PATH``, ``reasoning_gym:DATASET`` and ``package.module:factory`` (see
-:func:`load_task`).
+:func:`load_task`). :class:`NoisyVerdicts` judges any of them as a noisy judge would.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from botgrpo.tasks.chain import ChainArithmetic
 from botgrpo.tasks.columns import ColumnAddition
 from botgrpo.tasks.components import ReactComponents
 from botgrpo.tasks.functions import PythonFunctions
+from botgrpo.tasks.noise import NoisyVerdicts, VerdictNoise
 from botgrpo.tasks.teacher import Teacher
 
 BUILTIN_TASKS = {
@@ -124,12 +125,14 @@ __all__ = [
     "ChainArithmetic",
     "ColumnAddition",
     "Example",
+    "NoisyVerdicts",
     "PythonFunctions",
     "ReactComponents",
     "Score",
     "StepVerdict",
     "Task",
     "Teacher",
+    "VerdictNoise",
     "builtin_task",
     "check_task",
     "load_task",

@@ -56,6 +56,14 @@ class TrainScriptArguments(ScriptArguments):
         },
     )
     task_size: int = field(default=512, metadata={"help": "Number of prompts of the task."})
+    verdict_noise: str | None = field(
+        default=None,
+        metadata={
+            "help": "Noisy step verdicts for the task's step reward 'task_reward', as "
+            "RATE[:KIND] (e.g. 0.2 = 20% of verdicts flipped; kinds flip, false_alarm, miss, "
+            "random; see botgrpo.tasks.NoisyVerdicts). None: the task's own verdicts."
+        },
+    )
     prompt_column: str = field(
         default="prompt", metadata={"help": "Dataset column holding the problem text."}
     )
@@ -135,6 +143,15 @@ class TrainScriptArguments(ScriptArguments):
             )
         if self.task_size < 1:
             raise ValueError(f"task_size must be >= 1 prompt, got {self.task_size}")
+        if self.verdict_noise is not None:
+            from botgrpo.tasks.noise import VerdictNoise
+
+            if TASK_REWARD not in self.reward_funcs:
+                raise ValueError(
+                    f"verdict_noise changes the verdicts of the task's step reward: add "
+                    f"{TASK_REWARD!r} to reward_funcs (with a task such as chain), or drop it"
+                )
+            self.verdict_noise = VerdictNoise.parse(self.verdict_noise).spec()
         if self.eval_fraction is not None and not 0 < self.eval_fraction < 1:
             raise ValueError(
                 f"eval_fraction must lie strictly between 0 and 1 (e.g. 0.2), got "
@@ -248,8 +265,9 @@ def _task_of(args: TrainScriptArguments):
     if args.task is None or args.task == "arithmetic":
         return None
     from botgrpo.tasks import load_task
+    from botgrpo.tasks.noise import with_verdict_noise
 
-    return load_task(args.task)
+    return with_verdict_noise(load_task(args.task), args.verdict_noise)
 
 
 def _to_prompts(dataset, args: TrainScriptArguments):
@@ -348,7 +366,18 @@ def check_train_inputs(
     if args.task is None and not args.dataset_name:
         raise UsageError("set task (e.g. arithmetic or chain) or dataset_name")
     if args.task not in (None, "arithmetic"):
-        check_task_spec(args.task)
+        task = check_task_spec(args.task)
+        if args.verdict_noise is not None:
+            from botgrpo.tasks.noise import with_verdict_noise
+
+            try:
+                with_verdict_noise(task, args.verdict_noise)
+            except ValueError as err:
+                raise UsageError(f"verdict_noise {args.verdict_noise!r}: {err}") from err
+    elif args.verdict_noise is not None:
+        raise UsageError(
+            "verdict_noise needs a botgrpo task with step verdicts: set task (e.g. chain)"
+        )
     kwargs_by_entry = args.reward_func_kwargs or {}
     if isinstance(kwargs_by_entry, str):
         try:

@@ -12,7 +12,10 @@ export TOKENIZERS_PARALLELISM ?= false
 venv: $(STAMP)
 
 # torch is pinned and installed first: 2.13.0 is the CPU build; an unpinned torch pulls CUDA wheels.
+# The sandbox's system-call filter is compiled by libseccomp (Debian's libseccomp2, installed
+# when missing; needs root and apt).
 $(STAMP): pyproject.toml
+	ldconfig -p | grep -q 'libseccomp\.so\.2' || (apt-get update -qq && apt-get install -y -qq libseccomp2)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0

@@ -3,10 +3,12 @@ subprocess and report what happened (:mod:`~botgrpo.rewards.sandbox.run` holds t
 functions and the policy: isolation-mode fallback and concurrency; ``config`` and ``results``
 the settings and result types; ``process`` starts one supervised process and drains its pipes;
 ``classify`` names its outcome; ``spawn`` starts a long-lived program (a Node worker, a
-browser) under the same protections; ``supervisor`` and ``bootstrap`` are the two scripts that run
+browser) under the same protections; ``seccomp`` compiles the system-call filter with
+libseccomp; ``supervisor`` and ``bootstrap`` are the two scripts that run
 as their own processes, isolating the program and executing it). Imports flow one way, run ->
 classify -> process -> config, with results and bootstrap as leaves; the package uses the
-standard library only and imports nothing else of botgrpo, and ``supervisor.py`` and
+standard library and ``pyseccomp`` (libseccomp's ctypes bindings) only and imports nothing
+else of botgrpo, and ``supervisor.py`` and
 ``bootstrap.py`` import nothing of botgrpo at all (they run outside the caller's interpreter).
 docs/rewards/sandbox.md describes the threat model and its gaps.
 

@@ -33,7 +33,17 @@ def build_result(raw: RawRun, config: SandboxConfig) -> SandboxResult:
         cpu_s=float(cpu_s) if isinstance(cpu_s, int | float) else None,
         stdout_truncated=raw.stdout_truncated,
         stderr_truncated=raw.stderr_truncated,
+        unavailable=_unavailable(report, config),
     )
+
+
+def _unavailable(report: dict, config: SandboxConfig) -> tuple[str, ...]:
+    """Protections the config asked for that this machine could not give, with why."""
+    if config.seccomp and "seccomp" not in report.get("protections", ()):
+        from botgrpo.rewards.sandbox.seccomp import unavailable_reason
+
+        return (f"seccomp: {unavailable_reason() or 'not installed'}",)
+    return ()
 
 
 def _classify(raw: RawRun, stderr: str, config: SandboxConfig) -> tuple[Status, int | None, str]:
@@ -68,6 +78,15 @@ def _classify_signal(sig: int, report: dict, config: SandboxConfig) -> tuple[Sta
         return "limit", -sig, f"CPU-time limit of {config.cpu_limit_s} s exceeded ({name})"
     if sig == signal.SIGXFSZ:
         return "limit", -sig, f"file-size limit of {config.max_file_bytes} bytes exceeded"
+    if sig == signal.SIGSYS and "seccomp" in report.get("protections", ()):
+        return (
+            "crashed",
+            -sig,
+            (
+                "killed by SIGSYS: a system call of another architecture, which the sandbox's "
+                "filter forbids"
+            ),
+        )
     return "crashed", -sig, f"killed by {name} ({signal.strsignal(sig)})"
 
 

@@ -61,6 +61,11 @@ class SandboxConfig:
     hide_paths: tuple[str, ...] = ()
     """Further absolute directories to hide behind an empty tmpfs (with namespaces only), e.g.
     a data directory holding reference answers."""
+    seccomp: bool = True
+    """Run the program under the system-call filter (``botgrpo.rewards.sandbox.seccomp``: no
+    new namespaces, mounts, keyrings, bpf, io_uring, ptrace, module loading, ...). Where this
+    machine refuses seccomp, programs run without it, a one-time warning says so and results
+    name it in ``unavailable``. False turns it off (for debugging a program the filter stops)."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
     """Environment variables added to the program's minimal environment (PATH, LANG, LC_ALL,
     HOME and TMPDIR (the working directory), PYTHONHASHSEED=0, PYTHONIOENCODING=utf-8,
@@ -85,6 +90,9 @@ class SandboxConfig:
         _require(
             self.isolation in ISOLATION_MODES,
             f"isolation={self.isolation!r} is not one of {ISOLATION_MODES}",
+        )
+        _require(
+            isinstance(self.seccomp, bool), f"seccomp must be True or False, got {self.seccomp!r}"
         )
         object.__setattr__(self, "hide_paths", tuple(self.hide_paths))
         object.__setattr__(self, "extra_env", MappingProxyType(dict(self.extra_env)))

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from botgrpo.rewards.sandbox import bootstrap
+from botgrpo.rewards.sandbox import bootstrap, seccomp
 from botgrpo.rewards.sandbox.config import SandboxConfig
 
 SUPERVISOR = Path(__file__).resolve().with_name("supervisor.py")
@@ -191,6 +191,7 @@ def _supervisor_spec(
         "hide_dirs": [*HIDDEN_DIRS, *config.hide_paths],
         "status_fd": status_fd,
         "keep_fds": [report_fd] if job.tests is not None else [],
+        "seccomp": seccomp.program_for(config.seccomp),
     }
 
 

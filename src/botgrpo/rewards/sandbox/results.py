@@ -26,7 +26,8 @@ class SandboxResult:
     """One human-readable line: why the program ended (e.g. the exception line)."""
     protections: tuple[str, ...]
     """Protections that were active: "userns", "netns", "pidns", "ipcns", "mntns", "ro-root",
-    "uid-drop", "no-new-privs", "rlimits", "socket-hook" (sockets refused by an audit hook,
+    "uid-drop", "no-new-privs", "rlimits", "seccomp" (the system-call filter of
+    :mod:`botgrpo.rewards.sandbox.seccomp`), "socket-hook" (sockets refused by an audit hook,
     without a network namespace) and "subreaper" (leftover processes swept, without a PID
     namespace)."""
     isolation: str
@@ -40,6 +41,9 @@ class SandboxResult:
     """Whether stdout was cut at max_output_bytes."""
     stderr_truncated: bool = False
     """Whether stderr was cut at max_output_bytes."""
+    unavailable: tuple[str, ...] = ()
+    """Protections the config asked for that this machine refused, each as "name: why"
+    (e.g. "seccomp: the kernel refuses seccomp filters ..."); empty when all were active."""
 
     @property
     def ok(self) -> bool:

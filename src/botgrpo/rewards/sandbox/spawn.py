@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import IO, Any
 
+from botgrpo.rewards.sandbox import seccomp
 from botgrpo.rewards.sandbox.process import (
     HIDDEN_DIRS,
     PROGRAM_ENV,
@@ -75,6 +76,9 @@ class SpawnConfig:
     """Further absolute directories hidden behind an empty tmpfs."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
     """Variables added to the minimal environment (PATH, LANG, HOME and TMPDIR)."""
+    seccomp: bool = True
+    """As :attr:`botgrpo.rewards.sandbox.SandboxConfig.seccomp`: the program and everything
+    it starts (Chromium included) run under the system-call filter."""
 
     def __post_init__(self) -> None:
         if not self.lifetime_s > 0:
@@ -204,6 +208,7 @@ def _spec(argv: list[str], cfg: SpawnConfig, mode: str, workdir: str, status_fd:
         "hide_dirs": [*HIDDEN_DIRS, *cfg.hide_paths],
         "status_fd": status_fd,
         "keep_fds": [],
+        "seccomp": seccomp.program_for(cfg.seccomp),
     }
 
 

@@ -12,7 +12,8 @@ stderr are the program's. The supervisor
    holding the program's files;
 3. forks the PID namespace's init, which mounts a fresh ``/proc`` and forks the program; the
    program's process starts a new session, drops to an unprivileged uid, sets
-   ``no_new_privs`` and its resource limits, and execs the interpreter;
+   ``no_new_privs``, its resource limits and the system-call filter (``seccomp.py`` compiles
+   it; :func:`install_seccomp` loads it), and execs the interpreter;
 4. enforces the wall-clock limit: killing init kills every process of the namespace (without
    namespaces the supervisor is a child subreaper and kills every descendant itself); and
 5. writes one report (a marshal dump of a dict) to the status file descriptor.
@@ -58,6 +59,8 @@ PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
 
 SYS_MOUNT_SETATTR = 442  # the same number on every architecture (added in Linux 5.12)
 AT_FDCWD = -100
@@ -130,6 +133,44 @@ def _make_tree_read_only(path: str) -> None:
         ctypes.c_size_t(ctypes.sizeof(attr)),
     )
     _check(result, "mount_setattr")
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def install_seccomp(program: bytes) -> None:
+    """Install a seccomp filter (classic-BPF bytes compiled by libseccomp, see
+    ``botgrpo.rewards.sandbox.seccomp``) in this process; it is inherited across fork and exec
+    and cannot be removed. Needs ``no_new_privs`` (or CAP_SYS_ADMIN)."""
+    if not program or len(program) % 8:
+        raise SetupError(f"the seccomp filter is {len(program)} bytes, not whole instructions")
+    buffer = ctypes.create_string_buffer(program, len(program))
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    zero = ctypes.c_ulong(0)
+    result = _libc.prctl(
+        ctypes.c_int(PR_SET_SECCOMP),
+        ctypes.c_ulong(SECCOMP_MODE_FILTER),
+        ctypes.byref(fprog),
+        zero,
+        zero,
+    )
+    _check(result, "installing the seccomp filter")
+
+
+def _probe_seccomp(program_hex: str) -> int:
+    """Install the filter in this throwaway process and check that it refuses a new user
+    namespace; exit status 0 when it does (the parent then filters every program)."""
+    try:
+        _prctl(PR_SET_NO_NEW_PRIVS, 1)
+        install_seccomp(bytes.fromhex(program_hex))
+    except SetupError as exc:
+        sys.stderr.write(f"the kernel refuses seccomp filters: {exc}\n")
+        return 3
+    if _libc.unshare(ctypes.c_int(CLONE_NEWUSER)) == 0 or ctypes.get_errno() != errno.EPERM:
+        sys.stderr.write("the installed seccomp filter did not refuse unshare(CLONE_NEWUSER)\n")
+        return 4
+    return 0
 
 
 def _write_text(path: str, text: str) -> None:
@@ -303,6 +344,8 @@ def _exec_program(cfg: dict, message_fd: int, drop: bool, rlimits: dict) -> None
         _apply_rlimits(rlimits)
         for fd in cfg["keep_fds"]:
             os.set_inheritable(fd, True)
+        if cfg.get("seccomp"):
+            install_seccomp(cfg["seccomp"])  # last: from here on the program's own rules
         os.execve(cfg["argv"][0], cfg["argv"], cfg["env"])
     except BaseException as exc:
         _send(message_fd, "setup_error", f"could not start the program: {exc!r}")
@@ -337,7 +380,7 @@ def _run_init(cfg: dict, message_fd: int, drop: bool, rlimits: dict) -> None:
         program = _spawn_program(cfg, message_fd, drop, rlimits)
         while True:
             pid, status = os.wait()
-            if pid == program:
+            if pid == program and _ended(pid, status):
                 break
         _send(message_fd, "wait_status", status)
     except BaseException as exc:
@@ -370,13 +413,26 @@ def _killer(pid: int, group: bool) -> Callable[[], bool]:
     return kill
 
 
+def _ended(pid: int, status: int) -> bool:
+    """Whether a wait status is the end of ``pid``; a stop (the program asked to be traced by
+    us, ``ptrace(PTRACE_TRACEME)``, where the filter does not refuse it) kills it instead, as
+    nobody here will resume it."""
+    if os.WIFSTOPPED(status):
+        _killer(pid, group=False)()
+        return False
+    return True
+
+
 def _supervise(pid: int, timeout_s: float, kill: Callable[[], bool]) -> int:
     """Wait for ``pid``, killing it at the deadline or on SIGTERM; returns its wait status."""
     _STATE["kill"] = kill
     if _STATE["stopped"]:
         kill()
     signal.setitimer(signal.ITIMER_REAL, timeout_s)
-    _, status = os.waitpid(pid, 0)
+    while True:
+        _, status = os.waitpid(pid, 0)
+        if _ended(pid, status):
+            break
     signal.setitimer(signal.ITIMER_REAL, 0)
     _STATE["kill"] = None
     return status
@@ -521,6 +577,10 @@ def _run_with_rlimits(cfg: dict) -> dict:
 def main(argv: list[str]) -> None:
     """Run the program that the config in ``argv[1]`` (hex of a marshal dump) describes and
     write the report (a marshal dump) to the config's status fd."""
+    if argv[1:2] == ["--seccomp-probe"]:
+        code = _probe_seccomp(argv[2])
+        sys.stderr.flush()
+        os._exit(code)
     signal.signal(signal.SIGTERM, _on_signal)
     signal.signal(signal.SIGALRM, _on_signal)
     cfg = marshal.loads(bytes.fromhex(argv[1]))
@@ -531,6 +591,8 @@ def main(argv: list[str]) -> None:
         else:
             report = _run_in_namespaces(cfg)
         report["protections"] += ["no-new-privs", "rlimits"]
+        if cfg.get("seccomp"):  # installed before exec, or the program did not start
+            report["protections"].append("seccomp")
         report.update(
             cpu_s=_cpu_seconds(), timed_out=_STATE["timed_out"], stopped=_STATE["stopped"]
         )

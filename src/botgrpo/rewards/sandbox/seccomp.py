@@ -1,0 +1,225 @@
+"""The sandbox's system-call filter: what a sandboxed program may not ask the kernel.
+
+The filter is compiled by libseccomp (through its ctypes bindings, ``pyseccomp``) into a
+classic-BPF program once per process; the supervisor installs those bytes in the program's
+process after the namespaces, the uid drop and ``no_new_privs``, right before exec, so the
+program and every process it starts run under it (``supervisor.install_seccomp``). The default
+is to allow; the calls below fail with ``EPERM``, as under Docker's default profile for an
+unprivileged container (docs/rewards/sandbox.md lists them with the reasons):
+
+- new namespaces: ``unshare`` and ``clone`` with any ``CLONE_NEW*`` flag, ``setns``;
+  ``clone3`` fails with ``ENOSYS`` (its flags sit in memory, out of a filter's reach), so the C
+  library falls back to ``clone``, which is checked;
+- mounts (``mount``, ``umount2``, ``pivot_root``, the new mount API), keyrings, ``bpf``,
+  ``perf_event_open``, ``userfaultfd``, ``io_uring_*``, module loading and ``kexec``,
+  ``open_by_handle_at``, ``ptrace``, ``process_vm_*``, ``reboot``, swap, ``acct``,
+  quotas, ``lookup_dcookie``, ``iopl``/``ioperm``, clock setting, ``chroot``, ``syslog``,
+  ``kcmp``, ``pidfd_getfd`` and a few obsolete calls;
+- ``personality`` with any flag but ``PER_LINUX32`` and ``UNAME26`` (so no
+  ``ADDR_NO_RANDOMIZE``, ``READ_IMPLIES_EXEC`` or ``MMAP_PAGE_ZERO``);
+- the ``TIOCSTI`` and ``TIOCLINUX`` ioctls (typing into the caller's terminal);
+- a system call of another architecture (a 32-bit ``int 0x80`` or an x32 call on x86-64) kills
+  the process.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import subprocess
+import sys
+import tempfile
+import warnings
+
+#: Calls refused outright with EPERM (names not on this architecture are skipped).
+DENIED = (
+    # namespaces and mounts
+    "setns",
+    "mount",
+    "umount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "move_mount",
+    "open_tree",
+    "mount_setattr",
+    # kernel interfaces behind most container escapes
+    "keyctl",
+    "add_key",
+    "request_key",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    # the kernel itself, other processes, the machine
+    "kexec_load",
+    "kexec_file_load",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "create_module",
+    "open_by_handle_at",
+    "name_to_handle_at",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "kcmp",
+    "pidfd_getfd",
+    "reboot",
+    "swapon",
+    "swapoff",
+    "acct",
+    "quotactl",
+    "quotactl_fd",
+    "lookup_dcookie",
+    "iopl",
+    "ioperm",
+    "syslog",
+    "clock_settime",
+    "clock_adjtime",
+    "settimeofday",
+    "stime",
+    "fanotify_init",
+    "vhangup",
+    # obsolete
+    "uselib",
+    "nfsservctl",
+    "_sysctl",
+    "get_kernel_syms",
+    "query_module",
+    "vm86",
+    "vm86old",
+)
+
+#: The namespace flags of clone and unshare (CLONE_NEWTIME only for unshare: in clone's first
+#: argument that bit belongs to the exit signal).
+NAMESPACE_FLAGS = {
+    "CLONE_NEWNS": 0x00020000,
+    "CLONE_NEWCGROUP": 0x02000000,
+    "CLONE_NEWUTS": 0x04000000,
+    "CLONE_NEWIPC": 0x08000000,
+    "CLONE_NEWUSER": 0x10000000,
+    "CLONE_NEWPID": 0x20000000,
+    "CLONE_NEWNET": 0x40000000,
+}
+CLONE_NEWTIME = 0x00000080
+
+#: personality() values that stay allowed: PER_LINUX (0), PER_LINUX32 (0x8), UNAME26
+#: (0x20000) and their combination; any other bit is refused.
+PERSONALITY_ALLOWED_BITS = 0x0008 | 0x20000
+
+#: ioctls that push input into a terminal (TIOCSTI) or drive the console (TIOCLINUX).
+DENIED_IOCTLS = {"TIOCSTI": 0x5412, "TIOCLINUX": 0x541C}
+
+
+class SeccompUnavailable(RuntimeError):
+    """No filter can be built or installed here (libseccomp or pyseccomp missing, or the
+    kernel refuses seccomp filters)."""
+
+
+@functools.cache
+def filter_program() -> bytes:
+    """The filter as classic-BPF bytes (``struct sock_filter`` entries), compiled by
+    libseccomp for this machine's architecture; :class:`SeccompUnavailable` when libseccomp
+    cannot be loaded."""
+    try:
+        import pyseccomp as sc
+    except (ImportError, OSError, AttributeError) as err:  # the bindings or libseccomp.so.2
+        raise SeccompUnavailable(f"libseccomp cannot be loaded ({err})") from err
+    eperm = sc.ERRNO(errno.EPERM)
+    flt = sc.SyscallFilter(sc.ALLOW)
+    flt.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
+    arch = sc.system_arch()
+    for name in DENIED:
+        if _exists(sc, arch, name):
+            flt.add_rule(eperm, name)
+    for flag in NAMESPACE_FLAGS.values():
+        flt.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    for flag in (*NAMESPACE_FLAGS.values(), CLONE_NEWTIME):
+        flt.add_rule(eperm, "unshare", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    if _exists(sc, arch, "clone3"):
+        flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    for bit in range(32):
+        if not (1 << bit) & PERSONALITY_ALLOWED_BITS:
+            flt.add_rule(eperm, "personality", sc.Arg(0, sc.MASKED_EQ, 1 << bit, 1 << bit))
+    flt.add_rule(eperm, "personality", sc.Arg(0, sc.GT, 0xFFFFFFFF))
+    for request in DENIED_IOCTLS.values():  # the kernel reads the request as 32 bits
+        flt.add_rule(eperm, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))
+    with tempfile.TemporaryFile() as handle:
+        flt.export_bpf(handle)
+        handle.seek(0)
+        return handle.read()
+
+
+def _exists(sc, arch: int, name: str) -> bool:
+    try:
+        return sc.resolve_syscall(arch, name) >= 0
+    except (OSError, ValueError):
+        return False
+
+
+@functools.cache
+def probe() -> str:
+    """ "" when this machine installs the filter in a process (tried once, in a throwaway
+    child, since a filter cannot be removed), else why not."""
+    from botgrpo.rewards.sandbox.process import SUPERVISOR, SUPERVISOR_ENV
+
+    try:
+        program = filter_program()
+    except SeccompUnavailable as err:
+        return str(err)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", str(SUPERVISOR), "--seccomp-probe", program.hex()],
+        capture_output=True,
+        text=True,
+        env=SUPERVISOR_ENV,
+        cwd="/",
+        timeout=60,
+    )
+    if proc.returncode == 0:
+        return ""
+    return proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"rc {proc.returncode}"
+
+
+_WARNED: set[str] = set()
+
+
+def program_for(requested: bool) -> bytes | None:
+    """The filter bytes a sandboxed program should run under: None when not ``requested``, or
+    when this machine refuses seccomp (then a one-time warning says so, and results list
+    "seccomp" in ``unavailable`` rather than in ``protections``)."""
+    if not requested:
+        return None
+    why = probe()
+    if not why:
+        return filter_program()
+    if why not in _WARNED:
+        _WARNED.add(why)
+        warnings.warn(
+            f"the sandbox runs programs without its system-call filter on this machine ({why}); "
+            "see docs/rewards/sandbox.md",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return None
+
+
+def unavailable_reason() -> str:
+    """Why this machine runs without the filter ("" when it has it)."""
+    return probe()
+
+
+__all__ = [
+    "DENIED",
+    "SeccompUnavailable",
+    "filter_program",
+    "probe",
+    "program_for",
+    "unavailable_reason",
+]

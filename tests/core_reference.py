@@ -151,6 +151,80 @@ def pure_loop(rewards, mask, group, steps, outcome=None, form="soft", temperatur
     return adv
 
 
+def _return_loop(rewards, mask, b, gamma=1.0):
+    """G_t of rollout b: r_t + gamma G_{t+1} over kept tokens, carried through masked ones."""
+    out, running = [0.0] * rewards.shape[1], 0.0
+    for t in reversed(range(rewards.shape[1])):
+        if mask[b, t]:
+            running = float(rewards[b, t]) + gamma * running
+            out[t] = running
+    return out
+
+
+def otb_loop(
+    rewards,
+    mask,
+    group,
+    logp_BT,
+    sum_pi_sq_BT,
+    is_weights_BT=None,
+    handle_zero_tail=True,
+    epsilon=1e-8,
+):
+    """arXiv 2602.07078: B_t = sum_g G_t W_t / (sum_g W_t + epsilon), A_t = G_t - B_t, with
+    W_t = sum_{j <= t} (1 - 2 pi_j + sum pi^2) [x rho_j^2] over kept tokens."""
+    B, T = rewards.shape
+    adv = torch.zeros(rewards.shape, dtype=torch.float64)
+    returns = [_return_loop(rewards, mask, b) for b in range(B)]
+    paths = []
+    for b in range(B):
+        total, path = 0.0, []
+        for t in range(T):
+            if mask[b, t]:
+                w = 1 - 2 * math.exp(float(logp_BT[b, t])) + float(sum_pi_sq_BT[b, t])
+                if is_weights_BT is not None:
+                    w *= float(is_weights_BT[b, t]) ** 2
+                total += w
+            path.append(total)
+        paths.append(path)
+    for members in _groups(group).values():
+        lengths = {b: int(mask[b].sum()) for b in members}
+        tail = None
+        if handle_zero_tail and len(members) > 1:
+            ordered = sorted(lengths.values())
+            longest = [b for b in members if lengths[b] == ordered[-1]]
+            if len(longest) == 1 and ordered[-1] > ordered[-2]:
+                tail = (longest[0], ordered[-2])
+        for t in range(T):
+            num = sum(returns[b][t] * paths[b][t] for b in members if mask[b, t])
+            den = sum(paths[b][t] for b in members if mask[b, t])
+            for b in members:
+                if not mask[b, t]:
+                    continue
+                base = num / (den + epsilon) if len(members) > 1 else 0.0
+                if tail is not None and b == tail[0] and t >= tail[1]:
+                    base = 0.0
+                adv[b, t] = returns[b][t] - base
+    return adv
+
+
+def reinforce_pp_loop(rewards, mask, group, gamma=1.0, epsilon=1e-8):
+    """arXiv 2501.03262: returns whitened over every kept token of the batch (unbiased var)."""
+    B, T = rewards.shape
+    returns = [_return_loop(rewards, mask, b, gamma) for b in range(B)]
+    kept = [returns[b][t] for b in range(B) for t in range(T) if mask[b, t]]
+    adv = torch.zeros(rewards.shape, dtype=torch.float64)
+    if len(kept) < 2:
+        return adv
+    mean = sum(kept) / len(kept)
+    var = sum((g - mean) ** 2 for g in kept) / (len(kept) - 1)
+    for b in range(B):
+        for t in range(T):
+            if mask[b, t]:
+                adv[b, t] = (returns[b][t] - mean) / math.sqrt(var + epsilon)
+    return adv
+
+
 def loop_reference(name, rewards, mask, group, **options):
     """Dispatch to the loop reference of the estimator called ``name``."""
     eps = options.pop("eps", 1e-6)
@@ -170,4 +244,8 @@ def loop_reference(name, rewards, mask, group, **options):
             options.get("form", "soft"),
             options.get("temperature", 0.1),
         )
+    if name == "otb":
+        return otb_loop(rewards, mask, group, **options)
+    if name == "reinforce_pp":
+        return reinforce_pp_loop(rewards, mask, group, **options)
     raise KeyError(name)

@@ -16,7 +16,19 @@ from tests.core_reference import loop_reference
 STEP_ESTIMATORS = ("grpo_process", "pure")
 
 
+def policy_statistics(shape, vocab: int = 7, seed: int = 0):
+    """logp_BT and sum_pi_sq_BT of a real softmax policy over a small vocabulary."""
+    gen = torch.Generator().manual_seed(seed)
+    probs_BTV = torch.softmax(torch.randn(*shape, vocab, generator=gen) * 2, dim=-1)
+    tokens_BT = torch.randint(0, vocab, tuple(shape), generator=gen)
+    logp_BT = probs_BTV.gather(-1, tokens_BT[..., None]).squeeze(-1).log()
+    return logp_BT, (probs_BTV**2).sum(-1)
+
+
 def options_for(name, steps_BT, outcome_B=None):
+    if name == "otb":
+        logp_BT, sum_pi_sq_BT = policy_statistics(steps_BT.shape)
+        return {"logp_BT": logp_BT, "sum_pi_sq_BT": sum_pi_sq_BT}
     if name == "pure":
         return {"steps_BT": steps_BT, "outcome_B": outcome_B}
     if name == "grpo_process":
@@ -129,6 +141,81 @@ def test_pure_soft_hand_computed():
     torch.testing.assert_close(adv, torch.tensor([[w1, w1], [-w1, -w1]]))
 
 
+def test_otb_hand_computed():
+    # two rollouts, pi = 1/2 at every token and sum pi^2 = 1/2: w = 1 - 1 + 1/2 = 1/2, W = [1/2, 1]
+    # rewards [1, 0] and [0, 0]: returns G = [1, 0] and [0, 0]
+    # B_0 = (1 * 1/2 + 0) / (1/2 + 1/2) = 1/2;  B_1 = 0 / 2 = 0
+    half = torch.full((2, 2), 0.5)
+    adv = run(
+        "otb",
+        torch.tensor([[1.0, 0.0], [0.0, 0.0]]),
+        torch.ones(2, 2),
+        torch.tensor([0, 0]),
+        logp_BT=half.log(),
+        sum_pi_sq_BT=half,
+    )
+    torch.testing.assert_close(adv, torch.tensor([[0.5, 0.0], [-0.5, 0.0]]))
+
+
+def test_otb_weights_paths_by_their_variance_and_zeroes_the_unique_tail():
+    # rollout 0 is sure of its tokens (pi = 1, sum pi^2 = 1: w = 0 at t=0, then 1/2): W = [0, .5, 1]
+    # rollout 1 (length 2): pi = 1/2, sum pi^2 = 1/2: w = 1/2, W = [.5, 1]
+    # rewards: rollout 0 [0, 0, 3] -> G = [3, 3, 3]; rollout 1 [1, 1] -> G = [2, 1]
+    # B_0 = (3*0 + 2*.5) / (0 + .5) = 2;  B_1 = (3*.5 + 1*1) / (.5 + 1) = 5/3
+    # t = 2: only rollout 0, the unique longest, beyond the second-longest (2): no baseline
+    logp = torch.tensor([[0.0, 0.5, 0.5], [0.5, 0.5, 1.0]])
+    logp = torch.where(logp > 0, logp.log(), 0.0)
+    sq = torch.tensor([[1.0, 0.5, 0.5], [0.5, 0.5, 0.5]])
+    mask = torch.tensor([[1, 1, 1], [1, 1, 0]])
+    rewards = torch.tensor([[0.0, 0.0, 3.0], [1.0, 1.0, 0.0]])
+    common = {"logp_BT": logp, "sum_pi_sq_BT": sq}
+    adv = run("otb", rewards, mask, torch.tensor([4, 4]), **common)
+    torch.testing.assert_close(adv, torch.tensor([[1.0, 4 / 3, 3.0], [0.0, -2 / 3, 0.0]]))
+    kept = run("otb", rewards, mask, torch.tensor([4, 4]), handle_zero_tail=False, **common)
+    # without the zero tail: B_2 = 3 * 1 / 1 = 3 -> A = 0
+    assert float(kept[0, 2]) == pytest.approx(0.0, abs=1e-6)
+    alone = run(
+        "otb", rewards[:1], mask[:1], torch.tensor([0]), logp_BT=logp[:1], sum_pi_sq_BT=sq[:1]
+    )
+    torch.testing.assert_close(alone, torch.tensor([[3.0, 3.0, 3.0]]))  # no group: A = G
+
+
+def test_otb_needs_the_policy_statistics():
+    with pytest.raises(ValueError, match="needs logp_BT"):
+        run("otb", torch.ones(2, 2), torch.ones(2, 2), torch.tensor([0, 0]))
+    with pytest.raises(ValueError, match=r"sum_pi_sq_BT has shape \(2, 3\)"):
+        run(
+            "otb",
+            torch.ones(2, 2),
+            torch.ones(2, 2),
+            torch.tensor([0, 0]),
+            logp_BT=torch.zeros(2, 2),
+            sum_pi_sq_BT=torch.zeros(2, 3),
+        )
+
+
+def test_reinforce_pp_hand_computed():
+    # rewards [[1, 1], [0, 0]], gamma 1: returns [[2, 1], [0, 0]]; mean 3/4
+    # unbiased var = ((5/4)^2 + (1/4)^2 + 2 (3/4)^2) / 3 = (25 + 1 + 18) / 48 = 11/12
+    adv = run(
+        "reinforce_pp",
+        torch.tensor([[1.0, 1.0], [0.0, 0.0]]),
+        torch.ones(2, 2),
+        torch.tensor([0, 1]),
+    )
+    sd = (11 / 12) ** 0.5
+    torch.testing.assert_close(
+        adv, torch.tensor([[1.25 / sd, 0.25 / sd], [-0.75 / sd, -0.75 / sd]]), rtol=1e-6, atol=1e-6
+    )
+    # gamma 1/2 and an observation span (masked) inside: G_2 = 4, G_1 carried, G_0 = 1 + 4/2 = 3
+    rewards = torch.tensor([[1.0, 9.0, 4.0]])
+    returns = run("reinforce_pp", rewards, torch.tensor([[1, 0, 1]]), torch.tensor([0]), gamma=0.5)
+    # kept returns 3 and 4: mean 3.5, var 0.5
+    torch.testing.assert_close(returns, torch.tensor([[-0.5, 0.0, 0.5]]) / (0.5 + 1e-8) ** 0.5)
+    with pytest.raises(ValueError, match="gamma must lie in"):
+        run("reinforce_pp", rewards, torch.ones(1, 3), torch.tensor([0]), gamma=1.5)
+
+
 # ---------------------------------------------------------------- vectorised == loop
 
 
@@ -185,6 +272,13 @@ def test_zero_signal_single_rollout_and_empty_rows(name):
     mask = torch.tensor([[1, 1, 1], [1, 1, 1], [1, 1, 1], [0, 0, 0]])
     # group 0: two identical constant rollouts (no signal); group 5: one rollout + one empty row
     adv = run(name, rewards, mask, torch.tensor([0, 0, 5, 5]), **options_for(name, steps))
+    if name == "otb":  # identical rollouts: A ~ 0; alone in its group a rollout gets A = G
+        torch.testing.assert_close(adv[:2], torch.zeros(2, 3), rtol=0, atol=1e-6)
+        torch.testing.assert_close(adv[2:], torch.tensor([[6.0, 5.0, 3.0], [0, 0, 0]]))
+        return
+    if name == "reinforce_pp":  # one pool for the batch: identical rollouts, identical credit
+        assert torch.equal(adv[0], adv[1]) and (adv[3] == 0).all()
+        return
     # pure's reward-to-go minus a start-of-sequence baseline is nonzero inside identical
     # rollouts (G_t < G_0 after a step ends), so only its single-rollout group must vanish
     rows = slice(2, 4) if name == "pure" else slice(0, 4)
@@ -205,7 +299,7 @@ def test_eps_zero_gives_zeros_not_nan_for_zero_signal_groups(name):
         **options_for(name, steps),
     )
     assert torch.isfinite(adv).all()
-    if name != "pure":
+    if name not in ("pure", "otb", "reinforce_pp"):  # their credit is a return, not a bag
         assert (adv[:2] == 0).all()
 
 
@@ -242,13 +336,14 @@ def test_permuting_rollouts_permutes_advantages(seed, name):
     rewards, mask, group, steps = random_batch(seed)
     outcome = torch.randn(rewards.shape[0])
     perm = torch.randperm(rewards.shape[0], generator=torch.Generator().manual_seed(seed + 1))
-    adv = run(name, rewards, mask, group, **options_for(name, steps, outcome))
+    opts = options_for(name, steps, outcome)
+    adv = run(name, rewards, mask, group, **opts)
     adv_p = run(
         name,
         rewards[perm],
         mask[perm],
         group[perm],
-        **options_for(name, steps[perm], outcome[perm]),
+        **{k: v[perm] if v is not None else v for k, v in opts.items()},
     )
     torch.testing.assert_close(adv_p, adv[perm], rtol=1e-5, atol=1e-6)
 
@@ -339,7 +434,8 @@ def _thread_gather(n_parts):
 def test_split_across_processes_matches_single_process(name):
     rewards, mask, group, steps = random_batch(5, n_groups=3, k=4)
     outcome = torch.randn(rewards.shape[0])
-    full = run(name, rewards, mask, group, **options_for(name, steps, outcome))
+    opts = options_for(name, steps, outcome)
+    full = run(name, rewards, mask, group, **opts)
     half = rewards.shape[0] // 2
     parts = [slice(0, half), slice(half, None)]
     make = _thread_gather(2)
@@ -353,7 +449,7 @@ def test_split_across_processes_matches_single_process(name):
             mask[sl],
             group[sl],
             gather=make(rank),
-            **options_for(name, steps[sl], outcome[sl]),
+            **{k: v[sl] if v is not None else v for k, v in opts.items()},
         )
 
     threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]

@@ -176,5 +176,7 @@ def test_core_package_doctest():
     import doctest
 
     import botgrpo.core
+    import botgrpo.core.returns
 
     assert doctest.testmod(botgrpo.core).failed == 0
+    assert doctest.testmod(botgrpo.core.returns).failed == 0

@@ -11,7 +11,7 @@ signature; unknown names fail with the list of valid ones.
 torch.Size([2, 3])
 """
 
-from botgrpo.core import advantages, process  # noqa: F401  (registers the estimators)
+from botgrpo.core import advantages, process, returns  # noqa: F401  (registers the estimators)
 from botgrpo.core.aggregation import AGGREGATION_MODES, aggregate_loss
 from botgrpo.core.estimators import (
     ADVANTAGE_ESTIMATORS,

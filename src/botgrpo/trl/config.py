@@ -19,6 +19,16 @@ from botgrpo.core import ADVANTAGE_ESTIMATORS, get_advantage_estimator
 from botgrpo.trl.presets import PRESET_KNOBS, get_preset, resolve_preset
 from botgrpo.usage import check_basic_field_types
 
+#: Estimators of botgrpo.core the trainer cannot feed yet, and why (with what to use instead).
+CORE_ONLY_ESTIMATORS = {
+    "otb": "needs the sampling policy's per-token probabilities and sums of squared "
+    "probabilities, which BoTGRPOTrainer does not compute; use it in verl "
+    "(algorithm.adv_estimator=optimal_token_baseline) or call botgrpo.core directly",
+    "reinforce_pp": "needs the outcome on each completion's last token (reward-to-go), while "
+    "BoTGRPOTrainer spreads it over every token; use it in verl "
+    "(algorithm.adv_estimator=reinforce_plus_plus) or call botgrpo.core directly",
+}
+
 #: TRL's loss aggregations (GRPOTrainer refuses any other name, but only at the first step).
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 
@@ -194,6 +204,11 @@ class BoTGRPOConfig(GRPOConfig):
 
     def _validate(self) -> None:
         estimator = get_advantage_estimator(self.advantage_estimator)
+        if self.advantage_estimator in CORE_ONLY_ESTIMATORS:
+            raise ValueError(
+                f"advantage estimator {self.advantage_estimator!r} "
+                f"{CORE_ONLY_ESTIMATORS[self.advantage_estimator]}"
+            )
         options = self.advantage_options or {}
         if not isinstance(options, dict):
             raise ValueError(f"advantage_options must be a mapping, got {options!r}")

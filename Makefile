@@ -15,7 +15,7 @@ venv: $(STAMP)
 # The sandbox's system-call filter is compiled by libseccomp (Debian's libseccomp2, installed
 # when missing; needs root and apt).
 $(STAMP): pyproject.toml
-	ldconfig -p | grep -q 'libseccomp\.so\.2' || (apt-get update -qq && apt-get install -y -qq libseccomp2)
+	$(PY) -c "import ctypes.util, sys; sys.exit(ctypes.util.find_library('seccomp') is None)" || (apt-get update -qq && apt-get install -y -qq libseccomp2)
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0

@@ -5,6 +5,7 @@ filters reported, not silently ignored."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform
@@ -75,10 +76,31 @@ DENIED_CALLS = {
     "ioctl(TIOCLINUX)": ("ioctl", [0, 0x541C, 0]),
     "chroot": ("chroot", [0]),
     "syslog": ("syslog", [3, 0, 0]),
+    "socket(AF_VSOCK)": ("socket", [40, 1, 0]),
+    "get_mempolicy": ("get_mempolicy", [0, 0, 0, 0, 0]),
+    "set_mempolicy": ("set_mempolicy", [0, 0, 0]),
+    "mbind": ("mbind", [0, 0, 0, 0, 0, 0]),
+    "move_pages": ("move_pages", [0, 0, 0, 0, 0, 0]),
+    "migrate_pages": ("migrate_pages", [0, 0, 0, 0]),
+    "process_madvise": ("process_madvise", [0, 0, 0, 0, 0]),
+    "sysfs": ("sysfs", [3]),
+    "sethostname": ("sethostname", [0, 0]),
 }
 
 #: Calls that reach the kernel without the filter: the control that the tests can fail.
-REACH_THE_KERNEL = ("unshare(CLONE_NEWUSER)", "io_uring_setup", "keyctl", "setns", "add_key")
+REACH_THE_KERNEL = (
+    "unshare(CLONE_NEWUSER)",
+    "io_uring_setup",
+    "keyctl",
+    "setns",
+    "add_key",
+    "socket(AF_VSOCK)",
+    "get_mempolicy",
+    "personality(ADDR_NO_RANDOMIZE)",
+)
+
+#: An errno no kernel path of these calls returns: the filter's answer, told from the kernel's.
+DISTINCT = errno.ENOTRECOVERABLE
 
 HOSTILE = textwrap.dedent(
     """
@@ -117,9 +139,23 @@ def _exists_here(label: str) -> bool:
     return True
 
 
-@pytest.mark.parametrize(
-    "label", [label for label in DENIED_CALLS if _exists_here(label)] or ["none"]
-)
+@pytest.fixture()
+def distinct_filter(monkeypatch):
+    """Programs run under the same rules answering DISTINCT instead of EPERM."""
+    program = sandbox_seccomp.filter_program(DISTINCT)
+    monkeypatch.setattr(sandbox_seccomp, "program_for", lambda requested: program)
+
+
+HERE = [label for label in DENIED_CALLS if _exists_here(label)]
+
+
+@pytest.mark.parametrize("label", HERE)
+def test_each_denied_call_is_refused_by_the_filter_itself(label, distinct_filter):
+    answer = _call(label)
+    assert answer == {"result": -1, "errno": errno.errorcode[DISTINCT]}, answer
+
+
+@pytest.mark.parametrize("label", HERE)
 def test_each_denied_call_is_refused_with_eperm(label):
     answer = _call(label)
     assert answer == {"result": -1, "errno": "EPERM"}, answer
@@ -208,6 +244,19 @@ def test_the_fallback_modes_filter_too(isolation):
     assert json.loads(run_python(code, **options).stdout)["errno"] == "EPERM"
 
 
+def test_a_program_that_asks_to_be_traced_is_stopped_cleanly_without_the_filter():
+    code = (
+        "import ctypes, os, signal\n"
+        "print(ctypes.CDLL(None).ptrace(0, 0, 0, 0), flush=True)\n"  # PTRACE_TRACEME
+        "os.kill(os.getpid(), signal.SIGUSR1)\n"  # a traced process stops here
+        "print('resumed')\n"
+    )
+    for options in ({}, _fallback_options("rlimits")):
+        result = run_python(code, seccomp=False, timeout_s=5, **options)
+        assert result.status == "crashed" and result.stdout == "0\n", result  # killed, reported
+    assert run_python(code, timeout_s=5).stdout.startswith("-1\n")  # the filter refuses it
+
+
 def test_turned_off_it_is_not_listed():
     result = run_python("print(1)", seccomp=False)
     assert result.ok and "seccomp" not in result.protections and result.unavailable == ()
@@ -232,11 +281,14 @@ REFUSING_KERNEL = textwrap.dedent(
     flt.add_rule(sc.ERRNO(errno.EINVAL), "prctl", sc.Arg(0, sc.EQ, 22))
     flt.add_rule(sc.ERRNO(errno.EINVAL), "seccomp")
     flt.load()
-    from botgrpo.rewards.sandbox import run_python
+    from botgrpo.rewards.sandbox import run_python, spawn_sandboxed
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         runs = [run_python("print(7)") for _ in range(2)]
+        with spawn_sandboxed(["/bin/cat"]) as service:
+            spawned = list(service.unavailable)
     print(json.dumps({
+        "spawned": spawned,
         "stdout": [r.stdout for r in runs],
         "protections": [list(r.protections) for r in runs],
         "unavailable": [list(r.unavailable) for r in runs],
@@ -259,6 +311,7 @@ def test_a_kernel_that_refuses_filters_is_reported_once_and_in_every_result():
     assert out["stdout"] == ["7\n", "7\n"]  # the programs still run ...
     assert all("seccomp" not in p for p in out["protections"])
     assert all(u and u[0].startswith("seccomp: the kernel refuses") for u in out["unavailable"])
+    assert out["spawned"][0].startswith("seccomp: the kernel refuses")
     [warning] = out["warnings"]  # ... and a warning says so, once
     assert "without its system-call filter" in warning
 

@@ -238,3 +238,41 @@ def test_a_comparison_with_noisy_verdicts_records_them(tmp_path):
     assert json.loads((root / "summary.json").read_text())["verdict_noise"] == "0.5:miss"
     assert json.loads((root / "config.json").read_text())["verdict_noise"] == "0.5:miss"
     assert "50% of incorrect steps judged correct" in summary.read_text()
+
+
+def test_train_applies_the_noise_to_the_task_reward():
+    from botgrpo.trl.script import TrainScriptArguments, _task_of
+
+    args = TrainScriptArguments(
+        task="chain", reward_funcs=["task_reward"], verdict_noise="0.3:miss"
+    )
+    task = _task_of(args)
+    assert isinstance(task, NoisyVerdicts) and task.noise == VerdictNoise(0.3, "miss")
+    clean = TrainScriptArguments(task="chain", reward_funcs=["task_reward"], verdict_noise="")
+    assert clean.verdict_noise is None and not isinstance(_task_of(clean), NoisyVerdicts)
+
+
+def test_the_wrapper_pickles_and_keeps_its_identity_per_noise():
+    import pickle
+
+    from botgrpo.tasks.base import task_fingerprint
+
+    noisy = NoisyVerdicts(ChainArithmetic(), 0.2, "random")
+    again = pickle.loads(pickle.dumps(noisy))
+    ex = noisy.sample(random.Random(0))
+    assert again.score(ex, noisy.demonstration(ex)) == noisy.score(ex, noisy.demonstration(ex))
+    prints = {
+        task_fingerprint(NoisyVerdicts(ChainArithmetic(), rate, kind))
+        for rate, kind in [(0.2, "flip"), (0.3, "flip"), (0.2, "miss")]
+    }
+    assert len(prints) == 3 and task_fingerprint(ChainArithmetic()) not in prints
+
+
+def test_random_verdicts_of_the_first_completion_are_drawn_too():
+    task = Ledger()
+    ex = task.sample(random.Random(0))
+    first = NoisyVerdicts(task, 1.0, "random", seed=2).score(ex, "x" * 40)
+    assert {s.verdict for s in first.steps} == {-1}  # its own share: all -1
+    noisy = NoisyVerdicts(task, 1.0, "random", seed=2)
+    noisy.score(ex, "o" * 40)  # history: all +1
+    assert {s.verdict for s in noisy.score(ex, "x" * 40).steps} == {1}

@@ -19,7 +19,9 @@ Kinds, at rate ``p`` (each applies to nonzero verdicts; an uncertain 0 stays 0):
 
 The noise of a step is a function of (seed, prompt, completion, step index): the same
 completion gets the same verdicts in every method, every run and every re-scoring (for
-``random`` with ``share=None``, given the same order of scoring).
+``random`` with ``share=None``, the odds of a +1 also follow the share of +1 among the
+completions judged before, so they depend on what was judged first; give ``share`` to fix
+them).
 """
 
 from __future__ import annotations
@@ -67,9 +69,14 @@ class VerdictNoise:
         >>> VerdictNoise.parse("0.3:miss")
         VerdictNoise(rate=0.3, kind='miss')
         """
-        rate_text, _, kind = str(text).strip().partition(":")
+        rate_text, colon, kind = str(text).strip().partition(":")
+        if colon and not kind.strip():
+            raise ValueError(
+                f"verdict noise {text!r}: the kind after ':' is missing; write RATE[:KIND], "
+                f"KIND one of {', '.join(NOISE_KINDS)}"
+            )
         try:
-            return cls(float(rate_text), kind.strip() or "flip")
+            return cls(float(rate_text) + 0.0, kind.strip() or "flip")  # + 0.0: no -0
         except ValueError as err:
             reason = (
                 str(err).removeprefix("verdict noise ")
@@ -82,7 +89,7 @@ class VerdictNoise:
 
     def spec(self) -> str:
         """The ``RATE:KIND`` text of this noise (inverse of :meth:`parse`)."""
-        return f"{self.rate:g}:{self.kind}"
+        return f"{float(self.rate)!r}".removesuffix(".0") + f":{self.kind}"
 
     def describe(self) -> str:
         """One phrase for summaries, e.g. ``20% of step verdicts flipped``."""
@@ -116,7 +123,8 @@ class NoisyVerdicts:
         kind: ``flip``, ``false_alarm``, ``miss`` or ``random``.
         seed: the noise's seed (the same for every method of a comparison).
         share: for ``random``, the probability of a +1 draw; None = the share of +1 among the
-            clean nonzero verdicts judged so far.
+            clean nonzero verdicts of the completions judged before (the completion's own for
+            the first), which follows the policy as it improves.
 
     >>> from botgrpo.tasks.chain import ChainArithmetic
     >>> noisy = NoisyVerdicts(ChainArithmetic(), 1.0)  # every verdict inverted
@@ -163,6 +171,12 @@ class NoisyVerdicts:
             raise AttributeError(attr)
         return getattr(self.clean, attr)
 
+    def fingerprint(self) -> str:
+        """The clean task's identity with this noise (the warm start uses the clean task's)."""
+        from botgrpo.tasks.base import task_fingerprint
+
+        return f"{task_fingerprint(self.clean)}|{self.noise.spec()}|{self.seed}|{self.share}"
+
     def __repr__(self) -> str:
         return f"NoisyVerdicts({self.clean!r}, {self.noise.spec()!r}, seed={self.seed})"
 
@@ -182,17 +196,18 @@ class NoisyVerdicts:
     def noisy(self, example: Example, completion: str, score: Score) -> Score:
         """``score`` with its verdicts changed (outcome, spans, format and metrics kept)."""
         raw = [s.verdict for s in score.steps]
+        share = self._positive_share(raw.count(1), raw.count(-1))
         self._counts[0] += raw.count(1)
         self._counts[1] += raw.count(-1)
         u = _uniforms(self.seed, example.prompt, completion, len(raw))
-        verdicts = [self._change(v, u[i, 0], u[i, 1]) for i, v in enumerate(raw)]
+        verdicts = [self._change(v, u[i, 0], u[i, 1], share) for i, v in enumerate(raw)]
         steps = tuple(
             dataclasses.replace(s, verdict=v) if v != s.verdict else s
             for s, v in zip(score.steps, verdicts, strict=True)
         )
         return dataclasses.replace(score, steps=steps)
 
-    def _change(self, verdict: int, u: float, v: float) -> int:
+    def _change(self, verdict: int, u: float, v: float, share: float) -> int:
         rate, kind = self.noise.rate, self.noise.kind
         if verdict == 0 or u >= rate:
             return verdict
@@ -202,13 +217,17 @@ class NoisyVerdicts:
             return -1 if verdict == 1 else verdict
         if kind == "miss":
             return 1 if verdict == -1 else verdict
-        return 1 if v < self._positive_share() else -1
+        return 1 if v < share else -1
 
-    def _positive_share(self) -> float:
+    def _positive_share(self, positive_here: int, negative_here: int) -> float:
+        """The odds of a +1 draw: ``share``, else the clean share judged before this
+        completion, else (the first completion) its own."""
         if self.share is not None:
             return self.share
         positive, negative = self._counts
-        return positive / (positive + negative)  # >= 1 verdict counted: this one
+        if positive + negative == 0:
+            positive, negative = positive_here, negative_here
+        return positive / (positive + negative) if positive + negative else 0.5
 
 
 def clean_task(task: Task) -> Task:

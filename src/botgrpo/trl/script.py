@@ -143,6 +143,8 @@ class TrainScriptArguments(ScriptArguments):
             )
         if self.task_size < 1:
             raise ValueError(f"task_size must be >= 1 prompt, got {self.task_size}")
+        if self.verdict_noise == "":
+            self.verdict_noise = None  # as in compare: the task's own verdicts
         if self.verdict_noise is not None:
             from botgrpo.tasks.noise import VerdictNoise
 

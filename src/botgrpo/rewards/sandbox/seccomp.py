@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import platform
 import subprocess
 import sys
 import tempfile
@@ -87,7 +88,19 @@ DENIED = (
     "stime",
     "fanotify_init",
     "vhangup",
+    "sethostname",
+    "setdomainname",
+    # NUMA memory policy (Docker: CAP_SYS_NICE only)
+    "get_mempolicy",
+    "set_mempolicy",
+    "set_mempolicy_home_node",
+    "mbind",
+    "move_pages",
+    "migrate_pages",
+    "process_madvise",
     # obsolete
+    "sysfs",
+    "ustat",
     "uselib",
     "nfsservctl",
     "_sysctl",
@@ -96,6 +109,16 @@ DENIED = (
     "vm86",
     "vm86old",
 )
+
+#: Calls newer than some libseccomp releases know by name, with their number, which is the same
+#: on every architecture for calls added since Linux 5.1 (the unified table, from 424 on).
+NEWER_CALLS = {"open_tree_attr": 467, "listmount": 458, "statmount": 457}
+#: Of those, the ones refused (listmount and statmount only read mount information).
+NEWER_DENIED = ("open_tree_attr",)
+
+#: Address families a program may not open a socket of: AF_VSOCK (40), the channel from a
+#: virtual machine to its host, which no network namespace contains.
+DENIED_SOCKET_FAMILIES = {"AF_VSOCK": 40}
 
 #: The namespace flags of clone and unshare (CLONE_NEWTIME only for unshare: in clone's first
 #: argument that bit belongs to the exit signal).
@@ -124,67 +147,102 @@ class SeccompUnavailable(RuntimeError):
 
 
 @functools.cache
-def filter_program() -> bytes:
+def filter_program(denied_errno: int = errno.EPERM) -> bytes:
     """The filter as classic-BPF bytes (``struct sock_filter`` entries), compiled by
-    libseccomp for this machine's architecture; :class:`SeccompUnavailable` when libseccomp
-    cannot be loaded."""
+    libseccomp for this machine's architecture; refused calls fail with ``denied_errno``
+    (tests use a distinctive one, to tell the filter's answer from the kernel's).
+    :class:`SeccompUnavailable` when libseccomp cannot be loaded or compile it."""
     try:
         import pyseccomp as sc
     except (ImportError, OSError, AttributeError) as err:  # the bindings or libseccomp.so.2
         raise SeccompUnavailable(f"libseccomp cannot be loaded ({err})") from err
-    eperm = sc.ERRNO(errno.EPERM)
+    try:
+        return _compile(sc, denied_errno)
+    except OSError as err:  # e.g. a libseccomp or kernel too old for an attribute
+        raise SeccompUnavailable(f"libseccomp cannot compile the filter ({err})") from err
+
+
+def _compile(sc, denied_errno: int) -> bytes:
+    deny = sc.ERRNO(denied_errno)
     flt = sc.SyscallFilter(sc.ALLOW)
     flt.set_attr(sc.Attr.ACT_BADARCH, sc.KILL_PROCESS)
     arch = sc.system_arch()
-    for name in DENIED:
-        if _exists(sc, arch, name):
-            flt.add_rule(eperm, name)
+    for name in (*DENIED, *NEWER_DENIED):
+        number = _number(sc, arch, name)
+        if number is not None:
+            flt.add_rule(deny, number)
+    clone_flags = 1 if platform.machine() in ("s390", "s390x") else 0  # s390 swaps them
     for flag in NAMESPACE_FLAGS.values():
-        flt.add_rule(eperm, "clone", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+        flt.add_rule(deny, "clone", sc.Arg(clone_flags, sc.MASKED_EQ, flag, flag))
     for flag in (*NAMESPACE_FLAGS.values(), CLONE_NEWTIME):
-        flt.add_rule(eperm, "unshare", sc.Arg(0, sc.MASKED_EQ, flag, flag))
-    if _exists(sc, arch, "clone3"):
+        flt.add_rule(deny, "unshare", sc.Arg(0, sc.MASKED_EQ, flag, flag))
+    if _number(sc, arch, "clone3") is not None:
         flt.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
     for bit in range(32):
         if not (1 << bit) & PERSONALITY_ALLOWED_BITS:
-            flt.add_rule(eperm, "personality", sc.Arg(0, sc.MASKED_EQ, 1 << bit, 1 << bit))
-    flt.add_rule(eperm, "personality", sc.Arg(0, sc.GT, 0xFFFFFFFF))
+            flt.add_rule(deny, "personality", sc.Arg(0, sc.MASKED_EQ, 1 << bit, 1 << bit))
+    flt.add_rule(deny, "personality", sc.Arg(0, sc.GT, 0xFFFFFFFF))
     for request in DENIED_IOCTLS.values():  # the kernel reads the request as 32 bits
-        flt.add_rule(eperm, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))
+        flt.add_rule(deny, "ioctl", sc.Arg(1, sc.MASKED_EQ, 0xFFFFFFFF, request))
+    for family in DENIED_SOCKET_FAMILIES.values():  # an int: 32 bits too
+        flt.add_rule(deny, "socket", sc.Arg(0, sc.MASKED_EQ, 0xFFFFFFFF, family))
     with tempfile.TemporaryFile() as handle:
         flt.export_bpf(handle)
         handle.seek(0)
         return handle.read()
 
 
-def _exists(sc, arch: int, name: str) -> bool:
+def _number(sc, arch: int, name: str) -> int | None:
+    """The call's number here; None where this architecture lacks it. A call this libseccomp
+    does not know by name is found in :data:`NEWER_CALLS`; any other unknown name is an
+    error, so no rule is dropped unnoticed."""
     try:
-        return sc.resolve_syscall(arch, name) >= 0
+        number = sc.resolve_syscall(arch, name)
     except (OSError, ValueError):
-        return False
+        number = -1
+    if number >= 0:
+        return number
+    if number == -1:  # __NR_SCMP_ERROR: not a name this libseccomp knows
+        if name in NEWER_CALLS:
+            return NEWER_CALLS[name]
+        raise SeccompUnavailable(f"libseccomp does not know the system call {name!r}")
+    return None  # a pseudo-number: a call of other architectures only
+
+
+#: Exit statuses of the supervisor's probe that settle the question for this machine.
+_PROBE_REFUSED = (3, 4)
 
 
 @functools.cache
 def probe() -> str:
-    """ "" when this machine installs the filter in a process (tried once, in a throwaway
-    child, since a filter cannot be removed), else why not."""
+    """ "" when this machine installs the filter in a process, else why not (tried once, in a
+    throwaway child, since a filter cannot be removed). A probe that ends any other way (a
+    signal, a timeout) answers nothing: SandboxError, and the next run asks again."""
+    from botgrpo.rewards.sandbox.config import SandboxError
     from botgrpo.rewards.sandbox.process import SUPERVISOR, SUPERVISOR_ENV
 
     try:
         program = filter_program()
     except SeccompUnavailable as err:
         return str(err)
-    proc = subprocess.run(
-        [sys.executable, "-I", "-S", str(SUPERVISOR), "--seccomp-probe", program.hex()],
-        capture_output=True,
-        text=True,
-        env=SUPERVISOR_ENV,
-        cwd="/",
-        timeout=60,
-    )
+    command = [sys.executable, "-I", "-S", str(SUPERVISOR), "--seccomp-probe", program.hex()]
+    try:
+        proc = subprocess.run(
+            command, capture_output=True, text=True, env=SUPERVISOR_ENV, cwd="/", timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        raise SandboxError(
+            "checking whether this machine accepts seccomp filters timed out"
+        ) from None
     if proc.returncode == 0:
         return ""
-    return proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else f"rc {proc.returncode}"
+    why = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
+    if proc.returncode in _PROBE_REFUSED:
+        return why
+    raise SandboxError(
+        f"checking whether this machine accepts seccomp filters failed (exit status "
+        f"{proc.returncode}{': ' + why if why else ''}); the program did not run"
+    )
 
 
 _WARNED: set[str] = set()

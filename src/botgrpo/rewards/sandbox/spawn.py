@@ -91,6 +91,8 @@ class SpawnConfig:
         for path in (*self.readable_paths, *self.hide_paths):
             if not os.path.isabs(path):
                 raise ValueError(f"SpawnConfig: paths must be absolute, got {path!r}")
+        if not isinstance(self.seccomp, bool):
+            raise ValueError(f"SpawnConfig.seccomp must be True or False, got {self.seccomp!r}")
         object.__setattr__(self, "readable_paths", tuple(self.readable_paths))
         object.__setattr__(self, "hide_paths", tuple(self.hide_paths))
         object.__setattr__(self, "extra_env", MappingProxyType(dict(self.extra_env)))
@@ -99,12 +101,22 @@ class SpawnConfig:
 class SandboxedProcess:
     """A running sandboxed program: ``stdin`` and ``stdout`` are its pipes (binary)."""
 
-    def __init__(self, proc: subprocess.Popen, workdir: str, status_fd: int, mode: str) -> None:
+    def __init__(
+        self,
+        proc: subprocess.Popen,
+        workdir: str,
+        status_fd: int,
+        mode: str,
+        unavailable: tuple[str, ...] = (),
+    ) -> None:
         self._proc = proc
         self._workdir = workdir
         self._status_fd = status_fd
         self.isolation = mode
         """The isolation mode it runs in."""
+        self.unavailable = unavailable
+        """Protections the config asked for that this machine refused, as "name: why" (as
+        :attr:`botgrpo.rewards.sandbox.SandboxResult.unavailable`)."""
         self._report: dict = {}
 
     @property
@@ -208,14 +220,17 @@ def _spec(argv: list[str], cfg: SpawnConfig, mode: str, workdir: str, status_fd:
         "hide_dirs": [*HIDDEN_DIRS, *cfg.hide_paths],
         "status_fd": status_fd,
         "keep_fds": [],
-        "seccomp": seccomp.program_for(cfg.seccomp),
     }
 
 
 def _start(argv: list[str], cfg: SpawnConfig, mode: str, stderr: Any) -> SandboxedProcess:
+    spec_seccomp = seccomp.program_for(cfg.seccomp)  # before any folder or pipe is made
+    unavailable = ()
+    if cfg.seccomp and spec_seccomp is None:
+        unavailable = (f"seccomp: {seccomp.unavailable_reason()}",)
     workdir = tempfile.mkdtemp(prefix="botgrpo-service-")
     status_r, status_w = os.pipe()
-    spec = _spec(argv, cfg, mode, workdir, status_w)
+    spec = {**_spec(argv, cfg, mode, workdir, status_w), "seccomp": spec_seccomp}
     command = [sys.executable, "-I", "-S", str(SUPERVISOR), marshal.dumps(spec).hex()]
     try:
         proc = subprocess.Popen(
@@ -234,7 +249,7 @@ def _start(argv: list[str], cfg: SpawnConfig, mode: str, stderr: Any) -> Sandbox
         raise
     finally:
         os.close(status_w)
-    return SandboxedProcess(proc, workdir, status_r, mode)
+    return SandboxedProcess(proc, workdir, status_r, mode, unavailable)
 
 
 def isolation_modes(isolation: str = "auto") -> list[str]:

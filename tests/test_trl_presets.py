@@ -52,6 +52,7 @@ PAPER = {
     "pure": {"advantage_estimator": "pure", "loss_type": "grpo", "beta": 0.001},
     "bot": {"advantage_estimator": "bot", "loss_type": "grpo", "epsilon": 0.2, "beta": 0.04},
     "bot_uniform": {"advantage_estimator": "bot_uniform", "loss_type": "grpo"},
+    "reinforce_pp": {"advantage_estimator": "reinforce_pp", "loss_type": "dapo", "epsilon": 0.2},
 }
 
 
@@ -105,7 +106,7 @@ def test_explicit_option_wins_and_the_warning_says_so():
     [
         (
             {"preset": "ppo"},
-            "unknown preset 'ppo'; valid presets: grpo, dr_grpo, dapo, gspo, pure, bot, bot_uniform",
+            "unknown preset 'ppo'; valid presets: grpo, dr_grpo, dapo, gspo, pure, bot, reinforce_pp, bot_uniform",
         ),
         (
             {"preset": None, "advantage_estimator": "vanilla"},

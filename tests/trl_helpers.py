@@ -95,6 +95,11 @@ def reference_advantages(estimator: str, tb: TokenBatch, group_B, **options) -> 
     elif estimator == "pure":
         rewards = tb.local_BT
         options["outcome_B"] = tb.outcome_B
+    elif estimator in ("reinforce_pp", "otb"):  # the outcome on the last token, by hand
+        last = tb.mask_BT.long().sum(-1) - 1
+        rewards = tb.local_BT.clone()
+        rows = torch.nonzero(last >= 0).squeeze(-1)
+        rewards[rows, last[rows]] += tb.outcome_B[rows]
     else:
         rewards = tb.outcome_B[:, None] + tb.local_BT
     if "steps_BT" in fn.options:

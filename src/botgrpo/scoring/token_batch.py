@@ -10,6 +10,9 @@ estimator                   reward it reads
 ==========================  ========================================================
 grpo, dr_grpo, rloo         the outcome R_i (the outcome parts, weighted and summed)
 pure                        step rewards (the token parts, with steps) + outcome R_i
+reinforce_pp, otb           the token parts, and R_i on each completion's last token
+                            (their credit is a reward-to-go: an outcome spread over
+                            every token would count L - t times)
 bot, bot_uniform, others    the token rewards r_t = R_i + token parts (+ steps if
                             the estimator takes ``steps_BT``, e.g. grpo_process)
 ==========================  ========================================================
@@ -31,6 +34,8 @@ from botgrpo.scoring.entries import RewardBatch
 OUTCOME_ESTIMATORS = frozenset({"grpo", "dr_grpo", "rloo"})
 #: Estimators that read step rewards and the outcome separately (``outcome_B`` option).
 STEP_OUTCOME_ESTIMATORS = frozenset({"pure"})
+#: Estimators that credit a token with its reward-to-go: the outcome sits on the last token.
+RETURN_ESTIMATORS = frozenset({"reinforce_pp", "otb"})
 
 
 @dataclass(frozen=True)
@@ -55,6 +60,13 @@ class TokenBatch:
     def rewards_BT(self) -> Tensor:
         """r_t = outcome + token part on the bag, 0 elsewhere."""
         return (self.outcome_B[:, None] + self.local_BT) * self.mask_BT
+
+    @property
+    def return_rewards_BT(self) -> Tensor:
+        """r_t = token part, plus the outcome on each completion's last bag token; 0 off the
+        bag (the rewards whose reward-to-go is the outcome plus the token parts after t)."""
+        last_BT = self.mask_BT & (self.mask_BT.cumsum(-1) == self.mask_BT.sum(-1, keepdim=True))
+        return (self.local_BT + self.outcome_B[:, None] * last_BT) * self.mask_BT
 
 
 def build_token_batch(
@@ -150,6 +162,8 @@ def token_advantages(
     elif estimator in STEP_OUTCOME_ESTIMATORS:
         rewards_BT = tb.local_BT
         opts["outcome_B"] = tb.outcome_B
+    elif estimator in RETURN_ESTIMATORS:
+        rewards_BT = tb.return_rewards_BT
     else:
         rewards_BT = tb.rewards_BT
     if "steps_BT" in accepted:

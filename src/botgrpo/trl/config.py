@@ -24,9 +24,6 @@ CORE_ONLY_ESTIMATORS = {
     "otb": "needs the sampling policy's per-token probabilities and sums of squared "
     "probabilities, which BoTGRPOTrainer does not compute; use it in verl "
     "(algorithm.adv_estimator=optimal_token_baseline) or call botgrpo.core directly",
-    "reinforce_pp": "needs the outcome on each completion's last token (reward-to-go), while "
-    "BoTGRPOTrainer spreads it over every token; use it in verl "
-    "(algorithm.adv_estimator=reinforce_plus_plus) or call botgrpo.core directly",
 }
 
 #: TRL's loss aggregations (GRPOTrainer refuses any other name, but only at the first step).
@@ -50,7 +47,7 @@ class BoTGRPOConfig(GRPOConfig):
     preset: str | None = field(
         default="bot",
         metadata={
-            "help": "Method preset: one of grpo, dr_grpo, dapo, gspo, pure, bot, bot_uniform. It sets the "
+            "help": "Method preset: one of grpo, dr_grpo, dapo, gspo, pure, bot, bot_uniform, reinforce_pp. It sets the "
             "advantage estimator and TRL's loss_type, epsilon, epsilon_high, "
             "importance_sampling_level, beta, scale_rewards and dynamic_sampling the way the method's "
             "paper does (table: docs/trainer/presets.md). Options set explicitly win over the preset "

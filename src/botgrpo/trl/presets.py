@@ -118,6 +118,17 @@ PRESETS: dict[str, Preset] = {
         dynamic_sampling=False,
         source="BoT-GRPO, arXiv 2610.09804 (GRPO unchanged but for the advantage)",
     ),
+    "reinforce_pp": Preset(
+        advantage_estimator="reinforce_pp",
+        loss_type="dapo",
+        epsilon=0.2,
+        epsilon_high=None,
+        importance_sampling_level="token",
+        beta=0.01,
+        scale_rewards="batch",
+        dynamic_sampling=False,
+        source="REINFORCE++, arXiv 2501.03262 (KL in the loss, as GRPO's, not in the reward)",
+    ),
     "bot_uniform": Preset(
         advantage_estimator="bot_uniform",
         loss_type="grpo",

@@ -225,6 +225,33 @@ def reinforce_pp_loop(rewards, mask, group, gamma=1.0, epsilon=1e-8):
     return adv
 
 
+def gae_loop(rewards, mask, group, values_BT, gamma=1.0, lam=0.95, whiten=True, epsilon=1e-8):
+    """arXiv 1506.02438: delta_t = r_t + gamma V_next - V_t over kept tokens (masked ones
+    skipped), A_t = delta_t + gamma lam A_next; then whitened over the batch's kept tokens."""
+    B, T = rewards.shape
+    adv = torch.zeros(rewards.shape, dtype=torch.float64)
+    for b in range(B):
+        kept = [t for t in range(T) if mask[b, t]]
+        running, next_value = 0.0, 0.0
+        for t in reversed(kept):
+            v = float(values_BT[b, t])
+            running = float(rewards[b, t]) + gamma * next_value - v + gamma * lam * running
+            next_value = v
+            adv[b, t] = running
+    if not whiten:
+        return adv
+    kept = [float(adv[b, t]) for b in range(B) for t in range(T) if mask[b, t]]
+    if len(kept) < 2:
+        return torch.zeros_like(adv)
+    mean = sum(kept) / len(kept)
+    var = sum((a - mean) ** 2 for a in kept) / (len(kept) - 1)
+    for b in range(B):
+        for t in range(T):
+            if mask[b, t]:
+                adv[b, t] = (adv[b, t] - mean) / math.sqrt(var + epsilon)
+    return adv
+
+
 def loop_reference(name, rewards, mask, group, **options):
     """Dispatch to the loop reference of the estimator called ``name``."""
     eps = options.pop("eps", 1e-6)
@@ -248,4 +275,6 @@ def loop_reference(name, rewards, mask, group, **options):
         return otb_loop(rewards, mask, group, **options)
     if name == "reinforce_pp":
         return reinforce_pp_loop(rewards, mask, group, **options)
+    if name == "gae":
+        return gae_loop(rewards, mask, group, **options)
     raise KeyError(name)

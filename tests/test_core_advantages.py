@@ -29,6 +29,10 @@ def options_for(name, steps_BT, outcome_B=None):
     if name == "otb":
         logp_BT, sum_pi_sq_BT = policy_statistics(steps_BT.shape)
         return {"logp_BT": logp_BT, "sum_pi_sq_BT": sum_pi_sq_BT}
+    if name == "gae":
+        return {
+            "values_BT": torch.randn(steps_BT.shape, generator=torch.Generator().manual_seed(3))
+        }
     if name == "pure":
         return {"steps_BT": steps_BT, "outcome_B": outcome_B}
     if name == "grpo_process":
@@ -194,6 +198,23 @@ def test_otb_needs_the_policy_statistics():
         )
 
 
+def test_gae_hand_computed():
+    # one rollout, rewards [0, 1], values [0.5, 0.25], gamma 1, lam 1/2 (unwhitened):
+    # delta_1 = 1 + 0 - 0.25 = 0.75 -> A_1 = 0.75; delta_0 = 0 + 0.25 - 0.5 = -0.25
+    # A_0 = -0.25 + 0.5 * 0.75 = 0.125; returns = A + V = [0.625, 1.0]
+    from botgrpo.core.returns import gae
+
+    rewards, values = torch.tensor([[0.0, 1.0]]), torch.tensor([[0.5, 0.25]])
+    mask = torch.tensor([[True, True]])
+    adv, ret = gae(rewards, values, mask, gamma=1.0, lam=0.5)
+    torch.testing.assert_close(adv, torch.tensor([[0.125, 0.75]], dtype=torch.float64))
+    torch.testing.assert_close(ret, torch.tensor([[0.625, 1.0]], dtype=torch.float64))
+    raw = run("gae", rewards, mask, torch.tensor([0]), values_BT=values, lam=0.5, whiten=False)
+    torch.testing.assert_close(raw, torch.tensor([[0.125, 0.75]]))
+    with pytest.raises(ValueError, match="needs values_BT"):
+        run("gae", rewards, mask, torch.tensor([0]))
+
+
 def test_reinforce_pp_hand_computed():
     # rewards [[1, 1], [0, 0]], gamma 1: returns [[2, 1], [0, 0]]; mean 3/4
     # unbiased var = ((5/4)^2 + (1/4)^2 + 2 (3/4)^2) / 3 = (25 + 1 + 18) / 48 = 11/12
@@ -276,7 +297,10 @@ def test_zero_signal_single_rollout_and_empty_rows(name):
         torch.testing.assert_close(adv[:2], torch.zeros(2, 3), rtol=0, atol=1e-6)
         torch.testing.assert_close(adv[2:], torch.tensor([[6.0, 5.0, 3.0], [0, 0, 0]]))
         return
-    if name == "reinforce_pp":  # one pool for the batch: identical rollouts, identical credit
+    if name in ("reinforce_pp", "gae"):  # one pool for the batch: identical rollouts, same credit
+        if name == "gae":  # values differ per row: only the empty row is known
+            assert (adv[3] == 0).all()
+            return
         assert torch.equal(adv[0], adv[1]) and (adv[3] == 0).all()
         return
     # pure's reward-to-go minus a start-of-sequence baseline is nonzero inside identical
@@ -299,7 +323,7 @@ def test_eps_zero_gives_zeros_not_nan_for_zero_signal_groups(name):
         **options_for(name, steps),
     )
     assert torch.isfinite(adv).all()
-    if name not in ("pure", "otb", "reinforce_pp"):  # their credit is a return, not a bag
+    if name not in ("pure", "otb", "reinforce_pp", "gae"):  # their credit is a return
         assert (adv[:2] == 0).all()
 
 

@@ -1,4 +1,4 @@
-"""Reward-to-go estimators over token rewards: ``otb`` and ``reinforce_pp``.
+"""Reward-to-go estimators over token rewards: ``otb``, ``reinforce_pp`` and ``gae``.
 
 The alternatives a practitioner with token rewards reaches for instead of a bag: both credit
 token t with its return G_t = sum_{s >= t} gamma^(s-t) r_s (the rewards from t on), and differ
@@ -156,13 +156,86 @@ def reinforce_pp(
     check_nonnegative("epsilon", epsilon)
     if not 0.0 <= gamma <= 1.0:
         raise ValueError(f"gamma must lie in [0, 1], got {gamma!r}")
-    returns_BT = reward_to_go(rewards_BT, mask_BT, gamma)
+    return _whiten(reward_to_go(rewards_BT, mask_BT, gamma), mask_BT, group_B, gather, epsilon)
+
+
+def gae(
+    rewards_BT: Tensor, values_BT: Tensor, mask_BT: Tensor, gamma: float = 1.0, lam: float = 0.95
+) -> tuple[Tensor, Tensor]:
+    """Generalised advantage estimation (Schulman et al., arXiv 1506.02438), unwhitened.
+
+        delta_t = r_t + gamma V_{t+1} - V_t,     A_t = delta_t + gamma lam A_{t+1}
+        returns_t = A_t + V_t                    (the value model's regression target)
+
+    Over kept tokens; a masked position inside a completion (an observation span) is skipped,
+    its neighbours linked across it, as in verl; V after the last token is 0. Returns float64
+    (advantages, returns), 0 at masked positions.
+
+    >>> adv, ret = gae(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.5, 0.5]]),
+    ...                torch.tensor([[True, True]]), gamma=1.0, lam=1.0)
+    >>> adv.tolist(), ret.tolist()
+    ([[0.5, 0.5]], [[1.0, 1.0]])
+    """
+    r = torch.where(mask_BT, rewards_BT.double(), 0.0)
+    v = torch.where(mask_BT, values_BT.double(), 0.0)
+    adv = torch.zeros_like(r)
+    next_value = torch.zeros(r.shape[0], dtype=r.dtype, device=r.device)
+    running = torch.zeros_like(next_value)
+    for t in reversed(range(r.shape[1])):
+        kept = mask_BT[:, t]
+        step = r[:, t] + gamma * next_value - v[:, t] + gamma * lam * running
+        running = torch.where(kept, step, running)
+        next_value = torch.where(kept, v[:, t], next_value)
+        adv[:, t] = torch.where(kept, running, 0.0)
+    return adv, torch.where(mask_BT, adv + v, 0.0)
+
+
+@register_advantage_estimator("gae")
+def gae_estimator(
+    rewards_BT: Tensor,
+    mask_BT: Tensor,
+    group_B: Tensor,
+    *,
+    eps: float,
+    gather: Gather | None,
+    values_BT: Tensor | None = None,
+    gamma: float = 1.0,
+    lam: float = 0.95,
+    whiten: bool = True,
+    epsilon: float = 1e-8,
+) -> Tensor:
+    """PPO's advantages: :func:`gae` with a learned value model's ``values_BT``, whitened over
+    every kept token of the batch (verl's ``gae``: unbiased variance, shifted mean) unless
+    ``whiten`` is False. No group statistics: ``group_B`` matters only for ``gather``.
+    ``eps`` is unused (``epsilon`` is verl's constant)."""
+    if values_BT is None:
+        raise ValueError(
+            "advantage estimator 'gae' needs values_BT, a value model's per-token values"
+        )
+    for name, value in (("gamma", gamma), ("lam", lam)):
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
+    check_nonnegative("epsilon", epsilon)
+    values = as_tensor(values_BT, "values_BT")
+    if values.shape != rewards_BT.shape:
+        raise ValueError(
+            f"values_BT has shape {tuple(values.shape)}, expected {tuple(rewards_BT.shape)}"
+        )
+    check_finite(values, mask_BT, "values_BT")
+    adv_BT, _ = gae(rewards_BT, values, mask_BT, gamma, lam)
+    if not whiten:
+        return adv_BT
+    return _whiten(adv_BT, mask_BT, group_B, gather, epsilon)
+
+
+def _whiten(x_BT: Tensor, mask_BT: Tensor, group_B: Tensor, gather, epsilon: float) -> Tensor:
+    """(x - mean) / sqrt(var + epsilon) over every kept token of the (gathered) batch; 0 with
+    fewer than two kept tokens."""
     m_BT = mask_BT.double()
-    rows = torch.stack([m_BT.sum(-1), returns_BT.sum(-1), (returns_BT**2).sum(-1)], dim=1)
-    totals = gather_rollouts(rows, group_B, gather).stats_NK.sum(0)
-    n, total, squares = totals.unbind()
+    rows = torch.stack([m_BT.sum(-1), (x_BT * m_BT).sum(-1), (x_BT**2 * m_BT).sum(-1)], dim=1)
+    n, total, squares = gather_rollouts(rows, group_B, gather).stats_NK.sum(0).unbind()
     if n < 2:
-        return torch.zeros_like(returns_BT)
+        return torch.zeros_like(x_BT)
     mean = total / n
     var = (squares - n * mean**2).clamp_min(0.0) / (n - 1)
-    return torch.where(mask_BT, (returns_BT - mean) * torch.rsqrt(var + epsilon), 0.0)
+    return torch.where(mask_BT, (x_BT - mean) * torch.rsqrt(var + epsilon), 0.0)

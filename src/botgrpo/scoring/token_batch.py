@@ -10,7 +10,7 @@ estimator                   reward it reads
 ==========================  ========================================================
 grpo, dr_grpo, rloo         the outcome R_i (the outcome parts, weighted and summed)
 pure                        step rewards (the token parts, with steps) + outcome R_i
-reinforce_pp, otb           the token parts, and R_i on each completion's last token
+reinforce_pp, otb, gae      the token parts, and R_i on each completion's last token
                             (their credit is a reward-to-go: an outcome spread over
                             every token would count L - t times)
 bot, bot_uniform, others    the token rewards r_t = R_i + token parts (+ steps if
@@ -35,7 +35,7 @@ OUTCOME_ESTIMATORS = frozenset({"grpo", "dr_grpo", "rloo"})
 #: Estimators that read step rewards and the outcome separately (``outcome_B`` option).
 STEP_OUTCOME_ESTIMATORS = frozenset({"pure"})
 #: Estimators that credit a token with its reward-to-go: the outcome sits on the last token.
-RETURN_ESTIMATORS = frozenset({"reinforce_pp", "otb"})
+RETURN_ESTIMATORS = frozenset({"reinforce_pp", "otb", "gae"})
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,9 @@ CORE_ONLY_ESTIMATORS = {
     "otb": "needs the sampling policy's per-token probabilities and sums of squared "
     "probabilities, which BoTGRPOTrainer does not compute; use it in verl "
     "(algorithm.adv_estimator=optimal_token_baseline) or call botgrpo.core directly",
+    "gae": "needs a learned value model's per-token values (PPO with a critic), which "
+    "BoTGRPOTrainer does not train; use it in verl (algorithm.adv_estimator=gae with a "
+    "critic) or call botgrpo.core directly",
 }
 
 #: TRL's loss aggregations (GRPOTrainer refuses any other name, but only at the first step).

@@ -88,6 +88,8 @@ def test_mixed_precision_bytes_per_trained_parameter():
 def test_doctest():
     import doctest
 
+    import botgrpo.trl.critic
     import botgrpo.trl.memory
 
     assert doctest.testmod(botgrpo.trl.memory).failed == 0
+    assert doctest.testmod(botgrpo.trl.critic).failed == 0

@@ -53,6 +53,7 @@ PAPER = {
     "bot": {"advantage_estimator": "bot", "loss_type": "grpo", "epsilon": 0.2, "beta": 0.04},
     "bot_uniform": {"advantage_estimator": "bot_uniform", "loss_type": "grpo"},
     "reinforce_pp": {"advantage_estimator": "reinforce_pp", "loss_type": "dapo", "epsilon": 0.2},
+    "ppo": {"advantage_estimator": "gae", "loss_type": "dapo", "epsilon": 0.2},
 }
 
 
@@ -105,8 +106,8 @@ def test_explicit_option_wins_and_the_warning_says_so():
     ("kwargs", "message"),
     [
         (
-            {"preset": "ppo"},
-            "unknown preset 'ppo'; valid presets: grpo, dr_grpo, dapo, gspo, pure, bot, reinforce_pp, bot_uniform",
+            {"preset": "trpo"},
+            "unknown preset 'trpo'; valid presets: grpo, dr_grpo, dapo, gspo, pure, bot, reinforce_pp, ppo, bot_uniform",
         ),
         (
             {"preset": None, "advantage_estimator": "vanilla"},

@@ -53,10 +53,12 @@ def test_preset_trains_and_loss_sees_core_advantages(
     args = trainer.args
     options = {"scale": args.scale_rewards} if args.advantage_estimator == "grpo" else {}
     expected_by_row = {}
-    for output, tb in trainer.rounds:
+    for (output, tb), values_BT in zip(trainer.rounds, trainer.round_values, strict=True):
         b, t = output["completion_ids"].shape
         assert output["advantages"].shape == (b, t)
         group_B = group_ids(0, b, args.num_generations, tb.outcome_B.device)
+        if args.advantage_estimator == "gae":  # ppo: the critic's values of that round
+            options = {"values_BT": values_BT}
         ref = reference_advantages(args.advantage_estimator, tb, group_B, **options)
         expected = ref * output["completion_mask"]
         torch.testing.assert_close(output["advantages"], expected, rtol=0, atol=1e-6)
@@ -202,3 +204,34 @@ def test_metrics_reach_tensorboard(tiny_model_dir, tiny_tokenizer, cpu_config, t
     assert [e.step for e in acc.Scalars("train/bot/advantage/abs_mean")] == [1, 2]
     share = [e.value for e in acc.Scalars("train/bot/local_share")]
     assert all(0 < v < 1 for v in share)
+
+
+def test_ppo_trains_its_critic_and_the_policy_waits_for_it(
+    tiny_model_dir, tiny_tokenizer, cpu_config
+):
+    config = cpu_config(preset="ppo", critic_warmup_steps=1, critic_learning_rate=1e-2)
+    trainer = _trainer(RecordingTrainer, tiny_model_dir, tiny_tokenizer, config)
+    critic = trainer.critic.model
+    before = {n: p.detach().clone() for n, p in critic.named_parameters()}
+    trainer.train()
+    assert any(not torch.equal(p, before[n]) for n, p in critic.named_parameters())
+    assert critic is not trainer.model and trainer.critic.optimizer is not trainer.optimizer
+    first, last = trainer.rounds[0][0], trainer.rounds[-1][0]
+    assert (first["advantages"] == 0).all()  # step 0: only the critic learns
+    assert last["advantages"].abs().sum() > 0
+    logged = [r for r in trainer.state.log_history if "bot/critic/value_loss" in r]
+    assert logged and all(r["bot/critic/seconds"] > 0 for r in logged)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"critic_epochs": 0}, "critic_epochs must be a whole number >= 1"),
+        ({"critic_warmup_steps": -1}, "critic_warmup_steps must be a whole number >= 0"),
+        ({"critic_learning_rate": -1.0}, "critic_learning_rate"),
+        ({"value_clip": -0.1}, "value_clip"),
+    ],
+)
+def test_bad_critic_options_are_clear_errors(options, message, cpu_config):
+    with pytest.raises(ValueError, match=message):
+        cpu_config(preset="ppo", **options)

@@ -70,12 +70,14 @@ class RecordingTrainer(BoTGRPOTrainer):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.rounds: list[tuple[dict[str, Any], TokenBatch]] = []
+        self.round_values: list[torch.Tensor | None] = []  # the critic's, for preset ppo
         self.loss_inputs: list[dict[str, Any]] = []
         super().__init__(*args, **kwargs)
 
     def _score_round(self, inputs):
         output = super()._score_round(inputs)
         self.rounds.append(({k: _detach(v) for k, v in output.items()}, self.last_token_batch))
+        self.round_values.append(_detach(self.last_values_BT))
         return output
 
     def _compute_loss(self, model, inputs):
@@ -95,7 +97,7 @@ def reference_advantages(estimator: str, tb: TokenBatch, group_B, **options) -> 
     elif estimator == "pure":
         rewards = tb.local_BT
         options["outcome_B"] = tb.outcome_B
-    elif estimator in ("reinforce_pp", "otb"):  # the outcome on the last token, by hand
+    elif estimator in ("reinforce_pp", "otb", "gae"):  # the outcome on the last token, by hand
         last = tb.mask_BT.long().sum(-1) - 1
         rewards = tb.local_BT.clone()
         rows = torch.nonzero(last >= 0).squeeze(-1)

@@ -24,9 +24,6 @@ CORE_ONLY_ESTIMATORS = {
     "otb": "needs the sampling policy's per-token probabilities and sums of squared "
     "probabilities, which BoTGRPOTrainer does not compute; use it in verl "
     "(algorithm.adv_estimator=optimal_token_baseline) or call botgrpo.core directly",
-    "gae": "needs a learned value model's per-token values (PPO with a critic), which "
-    "BoTGRPOTrainer does not train; use it in verl (algorithm.adv_estimator=gae with a "
-    "critic) or call botgrpo.core directly",
 }
 
 #: TRL's loss aggregations (GRPOTrainer refuses any other name, but only at the first step).
@@ -50,7 +47,8 @@ class BoTGRPOConfig(GRPOConfig):
     preset: str | None = field(
         default="bot",
         metadata={
-            "help": "Method preset: one of grpo, dr_grpo, dapo, gspo, pure, bot, bot_uniform, reinforce_pp. It sets the "
+            "help": "Method preset: one of grpo, dr_grpo, dapo, gspo, pure, bot, bot_uniform, reinforce_pp, "
+            "ppo (with a learned critic). It sets the "
             "advantage estimator and TRL's loss_type, epsilon, epsilon_high, "
             "importance_sampling_level, beta, scale_rewards and dynamic_sampling the way the method's "
             "paper does (table: docs/trainer/presets.md). Options set explicitly win over the preset "
@@ -116,6 +114,36 @@ class BoTGRPOConfig(GRPOConfig):
             "help": "Most generation rounds per batch under dynamic sampling (the first included). If the "
             "batch is still short, the remaining places keep zero-signal groups (advantage 0) and "
             "the shortfall is logged as bot/dynamic_sampling/padded_groups."
+        },
+    )
+
+    # ---- the learned critic of preset ppo (advantage_estimator gae) ----------------------------
+    critic_model: str | None = field(
+        default=None,
+        metadata={
+            "help": "Starting weights of the ppo preset's value model (a token-classification head "
+            "with one output on this model's backbone). None: a copy of the policy."
+        },
+    )
+    critic_learning_rate: float | None = field(
+        default=None,
+        metadata={"help": "The critic's AdamW learning rate. None: learning_rate."},
+    )
+    critic_warmup_steps: int = field(
+        default=0,
+        metadata={
+            "help": "Optimizer steps during which only the critic learns (the policy's advantages "
+            "are 0), so the policy does not follow an untrained value model."
+        },
+    )
+    critic_epochs: int = field(
+        default=1, metadata={"help": "Passes of critic updates over each round's rollouts."}
+    )
+    value_clip: float = field(
+        default=0.2,
+        metadata={
+            "help": "c of PPO's clipped value loss max((V - R)^2, (V_old + clip(V - V_old, -c, c) - "
+            "R)^2) / 2; 0: unclipped."
         },
     )
 
@@ -220,6 +248,19 @@ class BoTGRPOConfig(GRPOConfig):
                 f"{', '.join(getattr(estimator, 'options', ())) or 'none'}"
             )
         _check_option_values(estimator, self.advantage_estimator, options)
+        if self.critic_learning_rate is not None:
+            _check_number("critic_learning_rate", self.critic_learning_rate, positive=True)
+        _check_number("value_clip", self.value_clip, positive=False)
+        for name in ("critic_warmup_steps", "critic_epochs"):
+            value = getattr(self, name)
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int)
+                or value < (name == "critic_epochs")
+            ):
+                raise ValueError(
+                    f"{name} must be a whole number >= {int(name == 'critic_epochs')}, got {value!r}"
+                )
         _check_number("w_g", self.w_g, positive=True)
         _check_number("w_s", self.w_s, positive=False)
         _check_number("advantage_eps", self.advantage_eps, positive=False)

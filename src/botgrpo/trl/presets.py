@@ -129,6 +129,17 @@ PRESETS: dict[str, Preset] = {
         dynamic_sampling=False,
         source="REINFORCE++, arXiv 2501.03262 (KL in the loss, as GRPO's, not in the reward)",
     ),
+    "ppo": Preset(
+        advantage_estimator="gae",
+        loss_type="dapo",
+        epsilon=0.2,
+        epsilon_high=None,
+        importance_sampling_level="token",
+        beta=0.04,
+        scale_rewards="batch",
+        dynamic_sampling=False,
+        source="PPO with a learned critic and GAE (arXiv 1707.06347, 1506.02438); a baseline",
+    ),
     "bot_uniform": Preset(
         advantage_estimator="bot_uniform",
         loss_type="grpo",

@@ -91,6 +91,8 @@ class BoTGRPOTrainer(GRPOTrainer):
         self._estimator = get_advantage_estimator(args.advantage_estimator)
         if args.dynamic_sampling:
             self._check_dynamic_sampling()
+        self.critic = self._make_critic() if args.advantage_estimator == "gae" else None
+        self.last_values_BT: Tensor | None = None  # the critic's values of the last round
 
     # ---- rewards -------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -130,14 +132,19 @@ class BoTGRPOTrainer(GRPOTrainer):
         )
         group_B = group_ids(self.accelerator.process_index, b, num_generations, tb.outcome_B.device)
         tb = self._check_steps_available(tb)
+        options = self._estimator_options()
+        if self.critic is not None:
+            options["values_BT"] = self._critic_round(output, tb, options, mode)
         adv_BT = token_advantages(
             self.args.advantage_estimator,
             tb,
             group_B,
             eps=self.args.advantage_eps,
-            options=self._estimator_options(),
+            options=options,
             gather=self._gather,
         )
+        if self.critic is not None and self.state.global_step < self.args.critic_warmup_steps:
+            adv_BT = torch.zeros_like(adv_BT)  # the critic warms up; the policy waits
         loss_mask_BT = _loss_mask(output)
         output["advantages"] = adv_BT * loss_mask_BT
         self.last_token_batch = tb
@@ -145,6 +152,45 @@ class BoTGRPOTrainer(GRPOTrainer):
         for name, value in metrics.items():
             self._metrics[mode][name].append(value)
         return output
+
+    # ---- the critic (preset ppo) ------------------------------------------------------------
+    def _make_critic(self):
+        from botgrpo.trl.critic import ValueCritic
+
+        if self.accelerator.num_processes > 1:
+            raise ValueError(
+                "preset ppo (advantage_estimator gae) trains its critic in one process; run it "
+                "on one device (it is a comparison baseline, not a distributed PPO engine)"
+            )
+        if self.args.dynamic_sampling:
+            raise ValueError("preset ppo does not combine with dynamic_sampling")
+        args = self.args
+        return ValueCritic(
+            args.critic_model or self.model.config._name_or_path,
+            learning_rate=args.critic_learning_rate or args.learning_rate,
+            value_clip=args.value_clip,
+            epochs=args.critic_epochs,
+            minibatch=args.per_device_train_batch_size,
+            device=self.accelerator.device,
+        )
+
+    def _critic_round(self, output: dict[str, Any], tb: TokenBatch, options: dict, mode: str):
+        """The critic's values of this round (for the GAE advantages) and, in training, one
+        round of critic updates on the returns those values give."""
+        from botgrpo.core.returns import gae
+
+        ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        width = output["completion_ids"].shape[1]
+        values_BT = self.critic.values(ids, attention, width)
+        self.last_values_BT = values_BT
+        if mode == "train":
+            gamma, lam = options.get("gamma", 1.0), options.get("lam", 0.95)
+            _, returns_BT = gae(tb.return_rewards_BT, values_BT, tb.mask_BT, gamma, lam)
+            metrics = self.critic.update(ids, attention, tb.mask_BT, values_BT, returns_BT)
+            for name, value in metrics.items():
+                self._metrics[mode][f"bot/{name}"].append(value)
+        return values_BT
 
     @property
     def _gather(self):

@@ -61,6 +61,11 @@ def test_pipeline_at_a_tiny_budget_with_a_user_task(tmp_path):
     assert "1 seed this is one observation" in text or "No method learned" in text
     data = json.loads((root / "summary.json").read_text())
     assert set(data["methods"]) == {"grpo", "bot"} and data["metric"] == "sampled_solved"
+    for info in data["methods"].values():  # costs beside learning
+        cost = info["cost"]
+        assert cost["seconds_per_step"] > 0 and cost["peak_rss_bytes"] > 2**20
+        assert cost["runs"] == 1
+    assert "| method | s / step (training) | peak RSS |" in text
     # a second call resumes: finished runs are skipped, the results are the same
     done = {p: p.stat().st_mtime for p in root.glob("runs/*/done.json")}
     compare(cfg)
@@ -206,7 +211,7 @@ def test_warm_start_schedule_can_stop_a_longer_run_early():
 
 def test_config_rejects_bad_options():
     with pytest.raises(ValueError, match="unknown method"):
-        CompareConfig(methods=("grpo", "ppo"))
+        CompareConfig(methods=("grpo", "trpo"))
     with pytest.raises(ValueError, match="num_generations must be >= 2"):
         CompareConfig(num_generations=1)
     with pytest.raises(ValueError, match="must be a finite number > 0"):

@@ -277,6 +277,6 @@ def test_compare_flags_are_generated_from_the_config(capsys):
         main(["compare", "--help"])
     out = capsys.readouterr().out
     assert "--lr-sweep" in out and "best rate" in out and "--workers" in out
-    assert main(["compare", "--methods", "grpo", "ppo"]) == 2
+    assert main(["compare", "--methods", "grpo", "trpo"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("botgrpo compare: error: unknown method") and err.count("\n") == 1

@@ -310,6 +310,59 @@ def _trainer_config(spec: RunSpec, out: Path):
     )
 
 
+def reset_peak_memory() -> None:
+    """Start this process's peak-memory counters afresh (a pool worker runs several runs):
+    the resident-set high-water mark (``/proc/self/clear_refs``) and CUDA's peak."""
+    import torch
+
+    try:
+        with open("/proc/self/clear_refs", "w") as handle:
+            handle.write("5")
+    except OSError:  # not Linux, or not permitted: the peak then spans the process's life
+        pass
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+
+
+def peak_memory() -> dict[str, float]:
+    """Peak resident memory of this process since :func:`reset_peak_memory` (bytes), and the
+    CUDA peak where there is a GPU."""
+    import resource
+
+    import torch
+
+    out: dict[str, float] = {}
+    try:
+        with open("/proc/self/status") as handle:
+            hwm = next(line for line in handle if line.startswith("VmHWM:"))
+        out["peak_rss_bytes"] = float(int(hwm.split()[1]) * 1024)
+    except (OSError, StopIteration, ValueError):
+        out["peak_rss_bytes"] = float(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+    if torch.cuda.is_available():
+        out["cuda_peak_bytes"] = float(torch.cuda.max_memory_allocated())
+    return out
+
+
+def _write_cost(spec: RunSpec, out: Path, seconds: float) -> None:
+    """The run's cost record: training seconds (evaluations excluded) per optimizer step and
+    the peak memory of the training process."""
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    eval_seconds = sum(r.get("eval_seconds", 0.0) for r in records if r.get("kind") == "eval")
+    train_seconds = max(seconds - eval_seconds, 0.0)
+    record = {
+        "method": spec.method,
+        "seed": spec.seed,
+        "lr": spec.learning_rate,
+        "kind": "cost",
+        "step": spec.config.steps,
+        "train_seconds": train_seconds,
+        "seconds_per_step": train_seconds / spec.config.steps,
+        **peak_memory(),
+    }
+    with (out / "metrics.jsonl").open("a") as handle:
+        handle.write(json.dumps(record) + "\n")
+
+
 def execute_run(spec: RunSpec) -> str:
     """Train and evaluate one run in this process; returns its label."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -349,8 +402,10 @@ def execute_run(spec: RunSpec) -> str:
         callbacks=[_recorder(spec, task, eval_examples, solved)],
     )
     trainer.remove_callback(PrinterCallback)  # records go to metrics.jsonl, not stdout
+    reset_peak_memory()
     start = time.perf_counter()
     trainer.train()
+    _write_cost(spec, out, time.perf_counter() - start)
     (out / "done.json").write_text(
         json.dumps(
             {

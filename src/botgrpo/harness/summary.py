@@ -133,6 +133,7 @@ def build_summary(
             if run_seconds and run_seconds.get(m)
             else None,
         }
+    _add_costs(methods, records, cfg.steps)
     speedups, auc_diffs = _comparisons(curves, steps_at, aucs, lv.thresholds, cfg.steps)
     summary = {
         "name": cfg.name,
@@ -158,6 +159,55 @@ def build_summary(
     }
     summary["verdict"] = verdict(summary)
     return summary
+
+
+def _add_costs(methods: dict, records: list[dict], budget: int) -> None:
+    """Each method's cost (mean over its runs' cost records): training seconds per step, peak
+    memory of the training process, and seconds to each threshold (steps x seconds per step;
+    a run that never got there counts at the budget)."""
+    for m, info in methods.items():
+        costs = [r for r in records if r["kind"] == "cost" and r["method"] == m]
+        if not costs:
+            info["cost"] = None
+            continue
+        per_step = float(np.mean([r["seconds_per_step"] for r in costs]))
+        cost = {"seconds_per_step": per_step, "runs": len(costs)}
+        for key in ("peak_rss_bytes", "cuda_peak_bytes"):
+            values = [r[key] for r in costs if key in r]
+            if values:
+                cost[key] = float(np.max(values))
+        cost["seconds_to_threshold"] = {
+            t: per_step * float(np.mean([budget if x is None else x for x in steps]))
+            for t, steps in info["steps_to_threshold"].items()
+        }
+        info["cost"] = cost
+
+
+def _cost_table(s: dict) -> list[str]:
+    """Seconds per step, peak memory and seconds to the thresholds, per method."""
+    rows = [(m, info["cost"]) for m, info in s["methods"].items() if info.get("cost")]
+    if not rows:
+        return []
+    thr = s["thresholds"]
+    gpu = any("cuda_peak_bytes" in c for _, c in rows)
+    head = (
+        "| method | s / step (training) | peak RSS | "
+        + ("CUDA peak | " if gpu else "")
+        + "".join(f"s to {t:.3f} | " for t in thr)
+    )
+    lines = ["Costs (means over runs; peaks: the largest run's):", "", head]
+    lines.append("|" + "---|" * (head.count("|") - 1))
+    for m, c in rows:
+        cells = [m, f"{c['seconds_per_step']:.2f}", _gib(c.get("peak_rss_bytes"))]
+        if gpu:
+            cells.append(_gib(c.get("cuda_peak_bytes")))
+        cells += [f"{c['seconds_to_threshold'][f'{t:g}']:.0f}" for t in thr]
+        lines.append("| " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def _gib(value: float | None) -> str:
+    return "-" if value is None else f"{value / 2**30:.2f} GiB"
 
 
 def _sweep_of(report: dict, methods: dict) -> dict:
@@ -322,6 +372,7 @@ def render_markdown(s: dict) -> str:
         *([_noise_line(s["verdict_noise"]), ""] if s.get("verdict_noise") else []),
         *_table(s),
         "",
+        *_cost_table(s),
         *([*_sweep_table(s["lr_sweep"]), ""] if s.get("lr_sweep") else []),
         f"Lead metric `{s['metric']}`: {s['metric_means']}, on {s['problems_per_evaluation']} "
         f"held-out problems every {s['eval_every']} steps. Thresholds: "

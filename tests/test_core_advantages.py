@@ -544,3 +544,35 @@ def test_bad_input_raises(kwargs, match):
 def test_bad_options_raise(name, options, match):
     with pytest.raises(ValueError, match=match):
         run(name, torch.zeros(2, 3), torch.ones(2, 3), torch.tensor([0, 0]), **options)
+
+
+@pytest.mark.parametrize("name", ["otb", "reinforce_pp", "gae"])
+def test_split_across_processes_with_different_widths(name):
+    # under accelerate each process pads its completions to its own longest one
+    rewards, mask, group, steps = random_batch(9, n_groups=2, k=4)
+    half, width = rewards.shape[0] // 2, rewards.shape[1]
+    mask[half:, width - 3 :] = False  # the second process's completions are 3 tokens shorter
+    opts = options_for(name, steps)
+    full = run(name, rewards, mask, group, **opts)
+    parts = [(slice(0, half), width), (slice(half, None), width - 3)]
+    make = _thread_gather(2)
+    results = [None, None]
+
+    def worker(rank):
+        rows, w = parts[rank]
+        results[rank] = run(
+            name,
+            rewards[rows, :w],
+            mask[rows, :w],
+            group[rows],
+            gather=make(rank),
+            **{k: v[rows, :w] for k, v in opts.items()},
+        )
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=30)
+    torch.testing.assert_close(results[0], full[:half], rtol=0, atol=1e-6)
+    torch.testing.assert_close(results[1], full[half:, : width - 3], rtol=0, atol=1e-6)

@@ -235,3 +235,20 @@ def test_ppo_trains_its_critic_and_the_policy_waits_for_it(
 def test_bad_critic_options_are_clear_errors(options, message, cpu_config):
     with pytest.raises(ValueError, match=message):
         cpu_config(preset="ppo", **options)
+
+
+def test_ppo_takes_its_gae_options_and_refuses_to_resume(
+    tiny_model_dir, tiny_tokenizer, cpu_config
+):
+    config = cpu_config(preset="ppo", advantage_options={"gamma": 1.0, "lam": 0.9}, max_steps=1)
+    trainer = _trainer(RecordingTrainer, tiny_model_dir, tiny_tokenizer, config)
+    assert all(
+        not isinstance(m, torch.nn.Dropout) or m.p == 0 for m in trainer.critic.model.modules()
+    )
+    with pytest.raises(ValueError, match="preset ppo cannot resume"):
+        trainer.train(resume_from_checkpoint=True)
+    trainer.train()
+    assert (
+        trainer.rounds
+        and trainer.round_values[0].shape == trainer.rounds[0][0]["completion_ids"].shape
+    )

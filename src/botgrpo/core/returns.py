@@ -54,8 +54,8 @@ def _pad_to_longest(stats_BT: Tensor, gather: Gather | None) -> Tensor:
     """Right-pad the time axis to the longest over processes (a collective when gathering)."""
     if gather is None:
         return stats_BT
-    longest = int(gather(torch.tensor([stats_BT.shape[1]], device=stats_BT.device)).max())
-    return torch.nn.functional.pad(stats_BT, (0, longest - stats_BT.shape[1]))
+    longest = int(gather(torch.tensor([stats_BT.shape[-1]], device=stats_BT.device)).max())
+    return torch.nn.functional.pad(stats_BT, (0, longest - stats_BT.shape[-1]))
 
 
 @register_advantage_estimator("otb")
@@ -116,18 +116,19 @@ def _zero_tail_(baseline_BT: Tensor, length_B: Tensor, ro, length_N: Tensor) -> 
     """Zero the baseline of each group's unique longest rollout from the second-longest
     rollout's length on (in place)."""
     G = ro.num_groups
-    longest_G = torch.full((G,), -1.0, dtype=length_N.dtype).scatter_reduce(
+    device = length_N.device
+    longest_G = torch.full((G,), -1.0, dtype=length_N.dtype, device=device).scatter_reduce(
         0, ro.group_N, length_N, "amax"
     )
     at_longest_N = length_N == longest_G[ro.group_N]
     n_longest_G = ro.group_sum(at_longest_N.double())
     below_N = torch.where(at_longest_N, -1.0, length_N)
-    second_G = torch.full((G,), -1.0, dtype=length_N.dtype).scatter_reduce(
+    second_G = torch.full((G,), -1.0, dtype=length_N.dtype, device=device).scatter_reduce(
         0, ro.group_N, below_N, "amax"
     )
     g_B = ro.local_group_B
     unique_B = (length_B == longest_G[g_B]) & (n_longest_G[g_B] == 1) & (second_G[g_B] >= 0)
-    t_T = torch.arange(baseline_BT.shape[1], dtype=length_B.dtype)
+    t_T = torch.arange(baseline_BT.shape[1], dtype=length_B.dtype, device=length_B.device)
     tail_BT = unique_B[:, None] & (t_T[None, :] >= second_G[g_B][:, None])
     baseline_BT.masked_fill_(tail_BT, 0.0)
 

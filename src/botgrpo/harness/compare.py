@@ -61,7 +61,8 @@ def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> No
     quiet.note(f"{len(todo)} runs to go, {workers} at a time")
     os.environ["OMP_NUM_THREADS"] = "1"
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    # a fresh process per run: its peak memory is its own, not left over from an earlier run
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, max_tasks_per_child=1) as pool:
         pending = {pool.submit(execute_run, s): s for s in todo}
         while pending:
             done, _ = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)

@@ -373,6 +373,9 @@ def _check_option_values(estimator, name: str, options: dict[str, Any]) -> None:
         dummy["steps_BT"] = torch.zeros(2, 2, dtype=torch.long)
     if "outcome_B" in accepted and "outcome_B" not in options:
         dummy["outcome_B"] = torch.tensor([0.0, 1.0])
+    for key in ("values_BT", "logp_BT", "sum_pi_sq_BT"):  # what the trainer supplies itself
+        if key in accepted and key not in options:
+            dummy[key] = torch.full((2, 2), 0.5) if key != "logp_BT" else torch.full((2, 2), -0.5)
     try:
         estimator(
             torch.tensor([[0.0, 1.0], [1.0, 0.0]]),

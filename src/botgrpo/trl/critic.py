@@ -32,6 +32,7 @@ class ValueCritic:
         value_clip: c of the clipped value loss (0 = unclipped).
         epochs: passes over each round's rollouts.
         minibatch: rollouts per critic step.
+        max_grad_norm: gradient-norm clip of each critic step (0: none).
         device: where the critic lives (the policy's device).
     """
 
@@ -44,6 +45,7 @@ class ValueCritic:
         epochs: int,
         minibatch: int,
         device: torch.device,
+        max_grad_norm: float = 1.0,
     ) -> None:
         import warnings
 
@@ -65,10 +67,14 @@ class ValueCritic:
                 ).to(device)
         finally:
             hf_logging.set_verbosity(verbosity)
+        for module in self.model.modules():  # V_old (eval) and V (train) must be one function
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
         self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=learning_rate)
         self.value_clip = value_clip
         self.epochs = epochs
         self.minibatch = minibatch
+        self.max_grad_norm = max_grad_norm
 
     def _values(self, input_ids: Tensor, attention_mask: Tensor, width: int) -> Tensor:
         """V of the state before each of the last ``width`` tokens: [B, width]."""
@@ -105,6 +111,8 @@ class ValueCritic:
                 loss = value_loss(v, old_values_BT[rows], returns_BT[rows], mask, self.value_clip)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                if self.max_grad_norm > 0:
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.max_grad_norm)
                 self.optimizer.step()
                 losses.append(float(loss.detach()))
         kept = mask_BT.bool()

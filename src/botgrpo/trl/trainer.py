@@ -19,6 +19,7 @@ TRL's own code path):
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import textwrap
 from typing import Any, ClassVar
 
@@ -172,7 +173,17 @@ class BoTGRPOTrainer(GRPOTrainer):
             epochs=args.critic_epochs,
             minibatch=args.per_device_train_batch_size,
             device=self.accelerator.device,
+            max_grad_norm=args.max_grad_norm or 0.0,
         )
+
+    def train(self, resume_from_checkpoint=None, *args, **kwargs):
+        """TRL's ``train``; preset ppo cannot resume (its critic is not checkpointed)."""
+        if self.critic is not None and resume_from_checkpoint:
+            raise ValueError(
+                "preset ppo cannot resume from a checkpoint: its critic is not saved with it, and "
+                "a fresh value head would steer the policy at once; start the run again"
+            )
+        return super().train(resume_from_checkpoint, *args, **kwargs)
 
     def _critic_round(self, output: dict[str, Any], tb: TokenBatch, options: dict, mode: str):
         """The critic's values of this round (for the GAE advantages) and, in training, one
@@ -185,9 +196,12 @@ class BoTGRPOTrainer(GRPOTrainer):
         values_BT = self.critic.values(ids, attention, width)
         self.last_values_BT = values_BT
         if mode == "train":
-            gamma, lam = options.get("gamma", 1.0), options.get("lam", 0.95)
+            defaults = inspect.signature(self._estimator.__wrapped__).parameters
+            gamma = options.get("gamma", defaults["gamma"].default)  # the estimator's own
+            lam = options.get("lam", defaults["lam"].default)
             _, returns_BT = gae(tb.return_rewards_BT, values_BT, tb.mask_BT, gamma, lam)
-            metrics = self.critic.update(ids, attention, tb.mask_BT, values_BT, returns_BT)
+            seen_BT = tb.mask_BT & output["completion_mask"].bool()  # not masked truncations
+            metrics = self.critic.update(ids, attention, seen_BT, values_BT, returns_BT)
             for name, value in metrics.items():
                 self._metrics[mode][f"bot/{name}"].append(value)
         return values_BT

@@ -17,6 +17,7 @@ import pyseccomp
 import pytest
 
 from botgrpo.rewards.sandbox import SpawnConfig, run_python, spawn_sandboxed
+from botgrpo.rewards.sandbox import process as sandbox_process
 from botgrpo.rewards.sandbox import seccomp as sandbox_seccomp
 from tests.test_sandbox import _fallback_options
 
@@ -143,7 +144,7 @@ def _exists_here(label: str) -> bool:
 def distinct_filter(monkeypatch):
     """Programs run under the same rules answering DISTINCT instead of EPERM."""
     program = sandbox_seccomp.filter_program(DISTINCT)
-    monkeypatch.setattr(sandbox_seccomp, "program_for", lambda requested: program)
+    monkeypatch.setattr(sandbox_process, "seccomp_program", lambda requested: program)
 
 
 HERE = [label for label in DENIED_CALLS if _exists_here(label)]
@@ -319,4 +320,4 @@ def test_a_kernel_that_refuses_filters_is_reported_once_and_in_every_result():
 def test_the_filter_is_compiled_by_libseccomp_for_this_architecture():
     program = sandbox_seccomp.filter_program()
     assert len(program) % 8 == 0 and 50 < len(program) // 8 < 4096  # sock_filter entries
-    assert sandbox_seccomp.probe() == ""
+    assert sandbox_process.seccomp_probe() == ""

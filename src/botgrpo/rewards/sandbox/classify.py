@@ -40,9 +40,9 @@ def build_result(raw: RawRun, config: SandboxConfig) -> SandboxResult:
 def _unavailable(report: dict, config: SandboxConfig) -> tuple[str, ...]:
     """Protections the config asked for that this machine could not give, with why."""
     if config.seccomp and "seccomp" not in report.get("protections", ()):
-        from botgrpo.rewards.sandbox.seccomp import unavailable_reason
+        from botgrpo.rewards.sandbox.process import seccomp_unavailable_reason
 
-        return (f"seccomp: {unavailable_reason() or 'not installed'}",)
+        return (f"seccomp: {seccomp_unavailable_reason() or 'not installed'}",)
     return ()
 
 

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from botgrpo.rewards.sandbox import bootstrap, seccomp
-from botgrpo.rewards.sandbox.config import SandboxConfig
+from botgrpo.rewards.sandbox.config import SandboxConfig, SandboxError
 
 SUPERVISOR = Path(__file__).resolve().with_name("supervisor.py")
 TMP_DIRS = ("/tmp", "/var/tmp", "/dev/shm")
@@ -191,8 +192,73 @@ def _supervisor_spec(
         "hide_dirs": [*HIDDEN_DIRS, *config.hide_paths],
         "status_fd": status_fd,
         "keep_fds": [report_fd] if job.tests is not None else [],
-        "seccomp": seccomp.program_for(config.seccomp),
+        "seccomp": seccomp_program(config.seccomp),
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# The system-call filter: compiled by seccomp.py, checked here once per process
+
+
+#: Exit statuses of the supervisor's probe that settle the question for this machine.
+_SECCOMP_PROBE_REFUSED = (3, 4)
+
+
+@functools.cache
+def seccomp_probe() -> str:
+    """ "" when this machine installs the filter in a process, else why not (tried once, in a
+    throwaway child, since a filter cannot be removed). A probe that ends any other way (a
+    signal, a timeout) answers nothing: SandboxError, and the next run asks again."""
+    try:
+        program = seccomp.filter_program()
+    except seccomp.SeccompUnavailable as err:
+        return str(err)
+    command = [sys.executable, "-I", "-S", str(SUPERVISOR), "--seccomp-probe", program.hex()]
+    try:
+        proc = subprocess.run(
+            command, capture_output=True, text=True, env=SUPERVISOR_ENV, cwd="/", timeout=60
+        )
+    except subprocess.TimeoutExpired:
+        raise SandboxError(
+            "checking whether this machine accepts seccomp filters timed out"
+        ) from None
+    if proc.returncode == 0:
+        return ""
+    why = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
+    if proc.returncode in _SECCOMP_PROBE_REFUSED:
+        return why
+    raise SandboxError(
+        f"checking whether this machine accepts seccomp filters failed (exit status "
+        f"{proc.returncode}{': ' + why if why else ''}); the program did not run"
+    )
+
+
+_SECCOMP_WARNED: set[str] = set()
+
+
+def seccomp_program(requested: bool) -> bytes | None:
+    """The filter bytes a sandboxed program should run under: None when not ``requested``, or
+    when this machine refuses seccomp (then a one-time warning says so, and results list
+    "seccomp" in ``unavailable`` rather than in ``protections``)."""
+    if not requested:
+        return None
+    why = seccomp_probe()
+    if not why:
+        return seccomp.filter_program()
+    if why not in _SECCOMP_WARNED:
+        _SECCOMP_WARNED.add(why)
+        warnings.warn(
+            f"the sandbox runs programs without its system-call filter on this machine ({why}); "
+            "see docs/rewards/sandbox.md",
+            RuntimeWarning,
+            stacklevel=3,
+        )
+    return None
+
+
+def seccomp_unavailable_reason() -> str:
+    """Why this machine runs without the filter ("" when it has it)."""
+    return seccomp_probe()
 
 
 @functools.cache

@@ -1,7 +1,8 @@
 """The sandbox's system-call filter: what a sandboxed program may not ask the kernel.
 
 The filter is compiled by libseccomp (through its ctypes bindings, ``pyseccomp``) into a
-classic-BPF program once per process; the supervisor installs those bytes in the program's
+classic-BPF program once per process (``process.seccomp_program`` checks once that the
+kernel takes it and hands it to every run); the supervisor installs those bytes in the program's
 process after the namespaces, the uid drop and ``no_new_privs``, right before exec, so the
 program and every process it starts run under it (``supervisor.install_seccomp``). The default
 is to allow; the calls below fail with ``EPERM``, as under Docker's default profile for an
@@ -27,10 +28,7 @@ from __future__ import annotations
 import errno
 import functools
 import platform
-import subprocess
-import sys
 import tempfile
-import warnings
 
 #: Calls refused outright with EPERM (names not on this architecture are skipped).
 DENIED = (
@@ -209,75 +207,4 @@ def _number(sc, arch: int, name: str) -> int | None:
     return None  # a pseudo-number: a call of other architectures only
 
 
-#: Exit statuses of the supervisor's probe that settle the question for this machine.
-_PROBE_REFUSED = (3, 4)
-
-
-@functools.cache
-def probe() -> str:
-    """ "" when this machine installs the filter in a process, else why not (tried once, in a
-    throwaway child, since a filter cannot be removed). A probe that ends any other way (a
-    signal, a timeout) answers nothing: SandboxError, and the next run asks again."""
-    from botgrpo.rewards.sandbox.config import SandboxError
-    from botgrpo.rewards.sandbox.process import SUPERVISOR, SUPERVISOR_ENV
-
-    try:
-        program = filter_program()
-    except SeccompUnavailable as err:
-        return str(err)
-    command = [sys.executable, "-I", "-S", str(SUPERVISOR), "--seccomp-probe", program.hex()]
-    try:
-        proc = subprocess.run(
-            command, capture_output=True, text=True, env=SUPERVISOR_ENV, cwd="/", timeout=60
-        )
-    except subprocess.TimeoutExpired:
-        raise SandboxError(
-            "checking whether this machine accepts seccomp filters timed out"
-        ) from None
-    if proc.returncode == 0:
-        return ""
-    why = proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else ""
-    if proc.returncode in _PROBE_REFUSED:
-        return why
-    raise SandboxError(
-        f"checking whether this machine accepts seccomp filters failed (exit status "
-        f"{proc.returncode}{': ' + why if why else ''}); the program did not run"
-    )
-
-
-_WARNED: set[str] = set()
-
-
-def program_for(requested: bool) -> bytes | None:
-    """The filter bytes a sandboxed program should run under: None when not ``requested``, or
-    when this machine refuses seccomp (then a one-time warning says so, and results list
-    "seccomp" in ``unavailable`` rather than in ``protections``)."""
-    if not requested:
-        return None
-    why = probe()
-    if not why:
-        return filter_program()
-    if why not in _WARNED:
-        _WARNED.add(why)
-        warnings.warn(
-            f"the sandbox runs programs without its system-call filter on this machine ({why}); "
-            "see docs/rewards/sandbox.md",
-            RuntimeWarning,
-            stacklevel=3,
-        )
-    return None
-
-
-def unavailable_reason() -> str:
-    """Why this machine runs without the filter ("" when it has it)."""
-    return probe()
-
-
-__all__ = [
-    "DENIED",
-    "SeccompUnavailable",
-    "filter_program",
-    "probe",
-    "program_for",
-    "unavailable_reason",
-]
+__all__ = ["DENIED", "SeccompUnavailable", "filter_program"]

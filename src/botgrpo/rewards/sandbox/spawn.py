@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import IO, Any
 
-from botgrpo.rewards.sandbox import seccomp
 from botgrpo.rewards.sandbox.process import (
     HIDDEN_DIRS,
     PROGRAM_ENV,
@@ -43,6 +42,8 @@ from botgrpo.rewards.sandbox.process import (
     _fresh_ids,
     _parse_status,
     _remove_tree,
+    seccomp_program,
+    seccomp_unavailable_reason,
 )
 from botgrpo.rewards.sandbox.run import _modes_to_try
 
@@ -224,10 +225,10 @@ def _spec(argv: list[str], cfg: SpawnConfig, mode: str, workdir: str, status_fd:
 
 
 def _start(argv: list[str], cfg: SpawnConfig, mode: str, stderr: Any) -> SandboxedProcess:
-    spec_seccomp = seccomp.program_for(cfg.seccomp)  # before any folder or pipe is made
+    spec_seccomp = seccomp_program(cfg.seccomp)  # before any folder or pipe is made
     unavailable = ()
     if cfg.seccomp and spec_seccomp is None:
-        unavailable = (f"seccomp: {seccomp.unavailable_reason()}",)
+        unavailable = (f"seccomp: {seccomp_unavailable_reason()}",)
     workdir = tempfile.mkdtemp(prefix="botgrpo-service-")
     status_r, status_w = os.pipe()
     spec = {**_spec(argv, cfg, mode, workdir, status_w), "seccomp": spec_seccomp}

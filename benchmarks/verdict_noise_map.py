@@ -179,7 +179,9 @@ def plot(result: dict, path: Path) -> None:
         ]
         ax.errorbar(xs, ys, yerr=err, fmt="o-", capsize=4, label="BoT, flipped verdicts")
         for r in random:
-            ax.axhline(r[key], color="C3", ls="--", label="BoT, random verdicts")
+            ax.axhline(r[key], color="C3", ls="--", label="BoT, random verdicts (95% band)")
+            if r[low] is not None:
+                ax.axhspan(r[low], r[high], color="C3", alpha=0.12)
         ax.axhline(ref, color="grey", ls=":", label="GRPO")
         ax.set(xlabel="share of step verdicts right", ylabel=label)
         ax.legend(loc="best", framealpha=0.8)

@@ -454,6 +454,28 @@ def _thread_gather(n_parts):
     return make
 
 
+def _run_split(name, rewards, mask, group, opts, parts):
+    """The estimator on each (rows, width) part in its own thread, gathering across them as
+    processes would; the parts' results in order."""
+    make = _thread_gather(len(parts))
+    results = [None] * len(parts)
+
+    def worker(rank):
+        rows, w = parts[rank]
+        cut = {k: v[rows, :w] if v is not None and v.dim() == 2 else v for k, v in opts.items()}
+        cut = {k: v[rows] if v is not None and v.dim() == 1 else v for k, v in cut.items()}
+        results[rank] = run(
+            name, rewards[rows, :w], mask[rows, :w], group[rows], gather=make(rank), **cut
+        )
+
+    threads = [threading.Thread(target=worker, args=(r,)) for r in range(len(parts))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=30)
+    return results
+
+
 @pytest.mark.parametrize("name", ADVANTAGE_ESTIMATORS)
 def test_split_across_processes_matches_single_process(name):
     rewards, mask, group, steps = random_batch(5, n_groups=3, k=4)
@@ -461,26 +483,10 @@ def test_split_across_processes_matches_single_process(name):
     opts = options_for(name, steps, outcome)
     full = run(name, rewards, mask, group, **opts)
     half = rewards.shape[0] // 2
-    parts = [slice(0, half), slice(half, None)]
-    make = _thread_gather(2)
-    results = [None, None]
-
-    def worker(rank):
-        sl = parts[rank]
-        results[rank] = run(
-            name,
-            rewards[sl],
-            mask[sl],
-            group[sl],
-            gather=make(rank),
-            **{k: v[sl] if v is not None else v for k, v in opts.items()},
-        )
-
-    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=30)
+    width = rewards.shape[1]
+    results = _run_split(
+        name, rewards, mask, group, opts, [(slice(0, half), width), (slice(half, None), width)]
+    )
     torch.testing.assert_close(torch.cat(results), full, rtol=0, atol=1e-6)
 
 
@@ -555,24 +561,6 @@ def test_split_across_processes_with_different_widths(name):
     opts = options_for(name, steps)
     full = run(name, rewards, mask, group, **opts)
     parts = [(slice(0, half), width), (slice(half, None), width - 3)]
-    make = _thread_gather(2)
-    results = [None, None]
-
-    def worker(rank):
-        rows, w = parts[rank]
-        results[rank] = run(
-            name,
-            rewards[rows, :w],
-            mask[rows, :w],
-            group[rows],
-            gather=make(rank),
-            **{k: v[rows, :w] for k, v in opts.items()},
-        )
-
-    threads = [threading.Thread(target=worker, args=(r,)) for r in range(2)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join(timeout=30)
+    results = _run_split(name, rewards, mask, group, opts, parts)
     torch.testing.assert_close(results[0], full[:half], rtol=0, atol=1e-6)
     torch.testing.assert_close(results[1], full[half:, : width - 3], rtol=0, atol=1e-6)

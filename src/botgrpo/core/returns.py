@@ -34,13 +34,8 @@ def reward_to_go(rewards_BT: Tensor, mask_BT: Tensor, gamma: float = 1.0) -> Ten
 
 
 def _per_token(name: str, value: object, rewards_BT: Tensor, mask_BT: Tensor) -> Tensor:
-    """A [B, T] per-token input of an estimator, float64, 0 at masked positions."""
-    if value is None:
-        raise ValueError(
-            f"advantage estimator 'otb' needs {name}: the sampling policy's per-token "
-            "log-probabilities (logp_BT) and sums of squared probabilities over the vocabulary "
-            "(sum_pi_sq_BT); botgrpo.core takes them from the caller (verl computes both)"
-        )
+    """A [B, T] per-token input of an estimator (shape and finiteness checked), float64, 0 at
+    masked positions."""
     tensor = as_tensor(value, name)
     if tensor.shape != rewards_BT.shape:
         raise ValueError(
@@ -87,6 +82,14 @@ def otb(
     statistics. ``eps`` is unused (``epsilon`` is verl's constant).
     """
     check_nonnegative("epsilon", epsilon)
+    for name, value in (("logp_BT", logp_BT), ("sum_pi_sq_BT", sum_pi_sq_BT)):
+        if value is None:
+            raise ValueError(
+                f"advantage estimator 'otb' needs {name}: the sampling policy's per-token "
+                "log-probabilities (logp_BT) and sums of squared probabilities over the "
+                "vocabulary (sum_pi_sq_BT); botgrpo.core takes them from the caller (verl "
+                "computes both)"
+            )
     logp = _per_token("logp_BT", logp_BT, rewards_BT, mask_BT)
     w_BT = 1.0 - 2.0 * logp.exp() + _per_token("sum_pi_sq_BT", sum_pi_sq_BT, rewards_BT, mask_BT)
     if is_weights_BT is not None:
@@ -217,12 +220,7 @@ def gae_estimator(
         if not 0.0 <= value <= 1.0:
             raise ValueError(f"{name} must lie in [0, 1], got {value!r}")
     check_nonnegative("epsilon", epsilon)
-    values = as_tensor(values_BT, "values_BT")
-    if values.shape != rewards_BT.shape:
-        raise ValueError(
-            f"values_BT has shape {tuple(values.shape)}, expected {tuple(rewards_BT.shape)}"
-        )
-    check_finite(values, mask_BT, "values_BT")
+    values = _per_token("values_BT", values_BT, rewards_BT, mask_BT)
     adv_BT, _ = gae(rewards_BT, values, mask_BT, gamma, lam)
     if not whiten:
         return adv_BT

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 
 import pytest
 
@@ -300,3 +301,19 @@ def test_a_converged_warm_start_stops_when_its_held_out_loss_is_flat(tmp_path):
     assert "stop" not in plain._key_fields() and "stop" in cfg._key_fields()
     with pytest.raises(ValueError, match="stop must be one of"):
         WarmStartConfig(stop="sometimes")
+
+
+def test_only_ppo_runs_depend_on_the_critic_rate():
+    from botgrpo.harness.runner import RunSpec, _trainer_config, run_settings
+
+    def spec(method, critic_lr):
+        return RunSpec(method, 0, 4e-4, "m", "r", CompareConfig(critic_learning_rate=critic_lr))
+
+    assert run_settings(spec("ppo", None)) == run_settings(spec("bot", None)) | {"method": "ppo"}
+    assert run_settings(spec("bot", 1e-3)) == run_settings(spec("bot", None))  # as stored before
+    assert run_settings(spec("ppo", 1e-3))["critic_learning_rate"] == 1e-3
+    out = "/tmp/unused"
+    assert _trainer_config(spec("ppo", 1e-3), Path(out)).critic_learning_rate == 1e-3
+    assert _trainer_config(spec("ppo", None), Path(out)).critic_learning_rate is None
+    with pytest.raises(ValueError, match="critic_learning_rate must be a finite number > 0"):
+        CompareConfig(critic_learning_rate=0.0)

@@ -53,12 +53,15 @@ def test_preset_trains_and_loss_sees_core_advantages(
     args = trainer.args
     options = {"scale": args.scale_rewards} if args.advantage_estimator == "grpo" else {}
     expected_by_row = {}
-    for (output, tb), values_BT in zip(trainer.rounds, trainer.round_values, strict=True):
+    rounds = zip(trainer.rounds, trainer.round_values, trainer.round_policy, strict=True)
+    for (output, tb), values_BT, policy in rounds:
         b, t = output["completion_ids"].shape
         assert output["advantages"].shape == (b, t)
         group_B = group_ids(0, b, args.num_generations, tb.outcome_B.device)
         if args.advantage_estimator == "gae":  # ppo: the critic's values of that round
             options = {"values_BT": values_BT}
+        if args.advantage_estimator == "otb":  # the sampling policy's statistics of that round
+            options = dict(policy)
         ref = reference_advantages(args.advantage_estimator, tb, group_B, **options)
         expected = ref * output["completion_mask"]
         torch.testing.assert_close(output["advantages"], expected, rtol=0, atol=1e-6)
@@ -204,6 +207,36 @@ def test_metrics_reach_tensorboard(tiny_model_dir, tiny_tokenizer, cpu_config, t
     assert [e.step for e in acc.Scalars("train/bot/advantage/abs_mean")] == [1, 2]
     share = [e.value for e in acc.Scalars("train/bot/local_share")]
     assert all(0 < v < 1 for v in share)
+
+
+def test_otb_reads_the_sampling_policys_probabilities(tiny_model_dir, tiny_tokenizer, cpu_config):
+    """logp_BT and sum_pi_sq_BT equal a direct softmax over the whole vocabulary of the model
+    that sampled the round, at the sampling temperature."""
+    from transformers import AutoModelForCausalLM
+
+    config = cpu_config(preset="otb", max_steps=1, temperature=0.7)
+    trainer = _trainer(RecordingTrainer, tiny_model_dir, tiny_tokenizer, config)
+    trainer.train()
+    (output, _), stats = trainer.rounds[0], trainer.round_policy[0]
+    sampler = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))  # the weights of step 0
+    ids = torch.cat([output["prompt_ids"], output["completion_ids"]], 1)
+    attention = torch.cat([output["prompt_mask"], output["completion_mask"]], 1)
+    width = output["completion_ids"].shape[1]
+    with torch.no_grad():
+        logits = sampler(input_ids=ids, attention_mask=attention).logits[:, -width - 1 : -1]
+    probs_BTV = torch.softmax(logits.double() / 0.7, dim=-1)
+    assert probs_BTV.shape[-1] == len(tiny_tokenizer)  # the whole vocabulary
+    expected_sq = (probs_BTV**2).sum(-1)
+    expected_logp = probs_BTV.gather(-1, output["completion_ids"][..., None]).squeeze(-1).log()
+    keep = output["completion_mask"].bool()
+    assert keep.sum() > 8
+    torch.testing.assert_close(
+        stats["sum_pi_sq_BT"][keep].double(), expected_sq[keep], atol=1e-5, rtol=1e-4
+    )
+    torch.testing.assert_close(
+        stats["logp_BT"][keep].double(), expected_logp[keep], atol=1e-5, rtol=1e-4
+    )
+    assert ((stats["sum_pi_sq_BT"][keep] > 0) & (stats["sum_pi_sq_BT"][keep] <= 1)).all()
 
 
 def test_ppo_trains_its_critic_and_the_policy_waits_for_it(

@@ -71,6 +71,7 @@ class RecordingTrainer(BoTGRPOTrainer):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self.rounds: list[tuple[dict[str, Any], TokenBatch]] = []
         self.round_values: list[torch.Tensor | None] = []  # the critic's, for preset ppo
+        self.round_policy: list[dict | None] = []  # the sampling policy's, for preset otb
         self.loss_inputs: list[dict[str, Any]] = []
         super().__init__(*args, **kwargs)
 
@@ -78,6 +79,8 @@ class RecordingTrainer(BoTGRPOTrainer):
         output = super()._score_round(inputs)
         self.rounds.append(({k: _detach(v) for k, v in output.items()}, self.last_token_batch))
         self.round_values.append(_detach(self.last_values_BT))
+        stats = self.last_policy_stats
+        self.round_policy.append(stats and {k: _detach(v) for k, v in stats.items()})
         return output
 
     def _compute_loss(self, model, inputs):

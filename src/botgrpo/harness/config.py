@@ -97,6 +97,9 @@ class CompareConfig:
     kinds flip, false_alarm, miss, random; see botgrpo.tasks.NoisyVerdicts); "" = the task's
     own verdicts. Evaluations always read clean verdicts; outcome-only methods (grpo, dapo, ...)
     see no verdicts, so their runs do not depend on it."""
+    critic_learning_rate: float | None = None
+    """Learning rate of method ppo's critic (its value model); None = the run's own rate. Other
+    methods have no critic, so their runs do not depend on it."""
     warm_start_steps: int | None = None
     """Supervised warm-start steps (cached by config hash, shared by every run); None = the
     task's (``warm_start_steps``: 3000 for chain and columns, fewer for the code tasks, whose
@@ -172,6 +175,10 @@ class CompareConfig:
         for name in ("temperature", "learning_rate", "w_g", "warm_start_lr"):
             check_finite_number(name, getattr(self, name), low=0.0, low_inclusive=False)
         check_finite_number("w_s", self.w_s, low=0.0, low_inclusive=True)
+        if self.critic_learning_rate is not None:
+            check_finite_number(
+                "critic_learning_rate", self.critic_learning_rate, low=0.0, low_inclusive=False
+            )
         for lr in self.lr_sweep:
             check_finite_number("every lr_sweep rate", lr, low=0.0, low_inclusive=False)
         for level in self.thresholds:

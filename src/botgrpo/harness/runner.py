@@ -96,6 +96,8 @@ def run_settings(spec: RunSpec) -> dict:
     options = {k: v for k, v in asdict(spec.config).items() if k not in _NOT_RUN_SETTINGS}
     if not options.get("verdict_noise") or not _reads_verdicts(spec.method):
         options.pop("verdict_noise", None)  # clean verdicts; or a method that reads none
+    if options.get("critic_learning_rate") is None or spec.method != "ppo":
+        options.pop("critic_learning_rate", None)  # the run's own rate; or a method without one
     options = json.loads(json.dumps(options, default=list))  # tuples -> lists, as stored
     return {
         "method": spec.method,
@@ -286,6 +288,7 @@ def _trainer_config(spec: RunSpec, out: Path):
     return BoTGRPOConfig(
         output_dir=str(out / "trainer"),
         preset=spec.method,
+        critic_learning_rate=cfg.critic_learning_rate if spec.method == "ppo" else None,
         w_g=cfg.w_g,
         w_s=cfg.w_s,
         learning_rate=spec.learning_rate,

@@ -156,6 +156,7 @@ def build_summary(
         "auc_differences": auc_diffs,
         "lr_sweep": _sweep_of(lr_sweep, methods) if lr_sweep else None,
         "verdict_noise": cfg.verdict_noise or None,
+        "critic_learning_rate": cfg.critic_learning_rate if "ppo" in methods else None,
     }
     summary["verdict"] = verdict(summary)
     return summary
@@ -370,6 +371,11 @@ def render_markdown(s: dict) -> str:
         *(f"- {v}" for v in s["verdict"]),
         "",
         *([_noise_line(s["verdict_noise"]), ""] if s.get("verdict_noise") else []),
+        *(
+            [f"ppo's critic trains at {s['critic_learning_rate']:g} (its own rate).", ""]
+            if s.get("critic_learning_rate")
+            else []
+        ),
         *_table(s),
         "",
         *_cost_table(s),

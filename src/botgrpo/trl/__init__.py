@@ -2,7 +2,7 @@
 
 >>> from botgrpo.trl import BoTGRPOConfig, PRESETS
 >>> sorted(PRESETS)
-['bot', 'bot_uniform', 'dapo', 'dr_grpo', 'grpo', 'gspo', 'ppo', 'pure', 'reinforce_pp']
+['bot', 'bot_uniform', 'dapo', 'dr_grpo', 'grpo', 'gspo', 'otb', 'ppo', 'pure', 'reinforce_pp']
 """
 
 from botgrpo.trl.config import BoTGRPOConfig

@@ -19,13 +19,6 @@ from botgrpo.core import ADVANTAGE_ESTIMATORS, get_advantage_estimator
 from botgrpo.trl.presets import PRESET_KNOBS, get_preset, resolve_preset
 from botgrpo.usage import check_basic_field_types
 
-#: Estimators of botgrpo.core the trainer cannot feed yet, and why (with what to use instead).
-CORE_ONLY_ESTIMATORS = {
-    "otb": "needs the sampling policy's per-token probabilities and sums of squared "
-    "probabilities, which BoTGRPOTrainer does not compute; use it in verl "
-    "(algorithm.adv_estimator=optimal_token_baseline) or call botgrpo.core directly",
-}
-
 #: TRL's loss aggregations (GRPOTrainer refuses any other name, but only at the first step).
 LOSS_TYPES = ("grpo", "dr_grpo", "dapo", "bnpo", "cispo", "sapo", "luspo", "vespo")
 
@@ -48,7 +41,7 @@ class BoTGRPOConfig(GRPOConfig):
         default="bot",
         metadata={
             "help": "Method preset: one of grpo, dr_grpo, dapo, gspo, pure, bot, bot_uniform, reinforce_pp, "
-            "ppo (with a learned critic). It sets the "
+            "otb (optimal token baseline), ppo (with a learned critic). It sets the "
             "advantage estimator and TRL's loss_type, epsilon, epsilon_high, "
             "importance_sampling_level, beta, scale_rewards and dynamic_sampling the way the method's "
             "paper does (table: docs/trainer/presets.md). Options set explicitly win over the preset "
@@ -232,11 +225,6 @@ class BoTGRPOConfig(GRPOConfig):
 
     def _validate(self) -> None:
         estimator = get_advantage_estimator(self.advantage_estimator)
-        if self.advantage_estimator in CORE_ONLY_ESTIMATORS:
-            raise ValueError(
-                f"advantage estimator {self.advantage_estimator!r} "
-                f"{CORE_ONLY_ESTIMATORS[self.advantage_estimator]}"
-            )
         options = self.advantage_options or {}
         if not isinstance(options, dict):
             raise ValueError(f"advantage_options must be a mapping, got {options!r}")
@@ -246,6 +234,12 @@ class BoTGRPOConfig(GRPOConfig):
                 f"advantage_options {unknown} are not options of estimator "
                 f"{self.advantage_estimator!r}; it accepts: "
                 f"{', '.join(getattr(estimator, 'options', ())) or 'none'}"
+            )
+        tensors = sorted(k for k in options if k.endswith(("_BT", "_B")))
+        if tensors:
+            raise ValueError(
+                f"advantage_options {tensors} are per-batch tensors the trainer computes each "
+                "round; leave them out (advantage_options takes the estimator's settings only)"
             )
         _check_option_values(estimator, self.advantage_estimator, options)
         if self.critic_learning_rate is not None:

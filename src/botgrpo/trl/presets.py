@@ -129,6 +129,17 @@ PRESETS: dict[str, Preset] = {
         dynamic_sampling=False,
         source="REINFORCE++, arXiv 2501.03262 (KL in the loss, as GRPO's, not in the reward)",
     ),
+    "otb": Preset(
+        advantage_estimator="otb",
+        loss_type="dapo",
+        epsilon=0.2,
+        epsilon_high=None,
+        importance_sampling_level="token",
+        beta=0.0,
+        scale_rewards="none",
+        dynamic_sampling=False,
+        source="OTB, arXiv 2602.07078 (verl's examples/otb_trainer: token-mean loss, no KL loss)",
+    ),
     "ppo": Preset(
         advantage_estimator="gae",
         loss_type="dapo",

@@ -12,8 +12,11 @@ TRL's own code path):
    the token rewards (:mod:`botgrpo.trl.token_batch`), with group statistics gathered across
    processes, so a group split over processes gets the single-process advantages. TRL's loss
    takes [B, T] advantages as they are.
-4. Optional DAPO dynamic sampling (:mod:`botgrpo.trl.dynamic_sampling`).
-5. Extra metrics ``bot/*`` (:mod:`botgrpo.trl.metrics`) go through TRL's ``report_to``.
+4. Estimators that read the sampling policy (``otb``) get its per-token log-probabilities and
+   sums of squared probabilities from one no-grad pass through TRL's fused LM head; ``gae``
+   (preset ppo) gets a learned critic's values (:mod:`botgrpo.trl.critic`).
+5. Optional DAPO dynamic sampling (:mod:`botgrpo.trl.dynamic_sampling`).
+6. Extra metrics ``bot/*`` (:mod:`botgrpo.trl.metrics`) go through TRL's ``report_to``.
 """
 
 from __future__ import annotations
@@ -94,6 +97,10 @@ class BoTGRPOTrainer(GRPOTrainer):
             self._check_dynamic_sampling()
         self.critic = self._make_critic() if args.advantage_estimator == "gae" else None
         self.last_values_BT: Tensor | None = None  # the critic's values of the last round
+        self._reads_policy = "sum_pi_sq_BT" in getattr(self._estimator, "options", ())
+        if self._reads_policy:
+            self._add_sum_pi_sq_head()
+        self.last_policy_stats: dict[str, Tensor] | None = None  # otb's inputs, last round
 
     # ---- rewards -------------------------------------------------------------------------------
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
@@ -136,6 +143,8 @@ class BoTGRPOTrainer(GRPOTrainer):
         options = self._estimator_options()
         if self.critic is not None:
             options["values_BT"] = self._critic_round(output, tb, options, mode)
+        if self._reads_policy:
+            options.update(self._policy_statistics(output, mode))
         adv_BT = token_advantages(
             self.args.advantage_estimator,
             tb,
@@ -153,6 +162,60 @@ class BoTGRPOTrainer(GRPOTrainer):
         for name, value in metrics.items():
             self._metrics[mode][name].append(value)
         return output
+
+    # ---- the sampling policy's statistics (preset otb) --------------------------------------
+    def _add_sum_pi_sq_head(self) -> None:
+        """Re-patch TRL's fused LM head so it also returns log(sum_v pi_v^2) per token (scored in
+        tiles of the vocabulary, so no second [B, T, V] tensor exists)."""
+        from accelerate.utils import is_peft_model
+        from trl.trainer.utils import add_fused_lm_head
+
+        add_fused_lm_head(
+            self.model.get_base_model() if is_peft_model(self.model) else self.model,
+            temperature=self.temperature,
+            cast_lm_head_to_fp32=self.args.cast_lm_head_to_fp32,
+            outputs=("log_probs", "entropy", "log_sum_sq_probs"),
+        )
+
+    def _policy_statistics(self, output: dict[str, Any], mode: str) -> dict[str, Tensor]:
+        """OTB's inputs for this round's completions, from the policy that sampled them.
+
+            logp_BT[b, t] = log pi(y_t | y_<t),   sum_pi_sq_BT[b, t] = sum_v pi(v | y_<t)^2
+
+        at the sampling temperature, in one no-grad pass chunked like TRL's own log-prob passes
+        (verl computes both in its old-log-prob pass; TRL skips that pass when training is
+        on-policy, so here it is one extra forward without gradients).
+        """
+        from trl.models.utils import disable_gradient_checkpointing
+
+        if any(output.get(k) is not None for k in ("pixel_values", "image_grid_thw")):
+            raise ValueError("preset otb supports text-only models (the batch has images)")
+        ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+        attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+        width = output["completion_ids"].shape[1]
+        chunk = (
+            self.args.per_device_train_batch_size
+            if mode == "train"
+            else self.args.per_device_eval_batch_size
+        )
+        logps, squares = [], []
+        with (
+            torch.no_grad(),
+            disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
+        ):
+            for start in range(0, ids.shape[0], chunk):
+                ids_b, mask_b = ids[start : start + chunk], attention[start : start + chunk]
+                labels = ids_b.masked_fill(mask_b == 0, -100)
+                labels[:, :-width] = -100
+                with self.accelerator.autocast():
+                    out = self.model(
+                        input_ids=ids_b, attention_mask=mask_b, labels=labels, fused_lm_head=True
+                    )
+                logps.append(out.log_probs[:, -width:].float())
+                squares.append(out.log_sum_sq_probs[:, -width:].float().exp())
+        stats = {"logp_BT": torch.cat(logps), "sum_pi_sq_BT": torch.cat(squares)}
+        self.last_policy_stats = stats
+        return stats
 
     # ---- the critic (preset ppo) ------------------------------------------------------------
     def _make_critic(self):

@@ -34,10 +34,12 @@ def _run(cmd: list[str], out: Path) -> dict:
 
 
 @pytest.mark.slow
-def test_two_processes_match_one_process(tiny_model_dir, tmp_path):
+@pytest.mark.parametrize("mode", ["exact", "otb"])
+def test_two_processes_match_one_process(mode, tiny_model_dir, tmp_path):
     script = ["-m", "tests.trl_dist_script", str(tiny_model_dir)]
-    one = _run([sys.executable, *script, str(tmp_path / "one.json")], tmp_path / "one.json")
-    two = _run([*TORCHRUN, *script, str(tmp_path / "two.json")], tmp_path / "two.json")
+    one_json, two_json = tmp_path / "one.json", tmp_path / "two.json"
+    one = _run([sys.executable, *script, str(one_json), mode], one_json)
+    two = _run([*TORCHRUN, *script, str(two_json), mode], two_json)
     assert (one["world_size"], two["world_size"]) == (1, 2)
 
     rows_one = {(r["step"], r["row"]): r for r in one["rows"]}

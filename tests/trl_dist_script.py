@@ -6,10 +6,12 @@ Run by tests/test_trl_distributed.py as one process and under ``torchrun --nproc
 - mode ``exact``: the global batch is the same in both runs (12 completions: 3 prompts x 4
   generations); with 2 processes each holds 6 rows, so the middle prompt's group is split across
   the processes. Writes every row's advantages and the logged loss.
+- mode ``otb``: as ``exact`` with preset otb (group statistics of returns across the processes,
+  and each process's own pass for the sampling policy's probabilities).
 - mode ``dapo``: dynamic sampling with refills (only prompts with an odd first operand carry
   signal); writes, per process and step, the prompts of the batch the loss saw.
 
-    python -m tests.trl_dist_script MODEL_DIR OUT_JSON [exact|dapo]
+    python -m tests.trl_dist_script MODEL_DIR OUT_JSON [exact|otb|dapo]
 """
 
 from __future__ import annotations
@@ -54,10 +56,10 @@ def main(model_dir: str, out_path: str, mode: str) -> None:
     warnings.simplefilter("ignore")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     rollout = make_fixed_rollout(tokenizer, 8, NUM_GENERATIONS)
-    if mode == "exact":
+    if mode in ("exact", "otb"):
         config = BoTGRPOConfig(
             output_dir=f"{out_path}.run",
-            preset="bot",
+            preset="bot" if mode == "exact" else "otb",
             loss_type="dapo",  # token-mean: a nonzero on-policy loss, unlike seq-mean-token-mean
             per_device_train_batch_size=GLOBAL_BATCH // WORLD_SIZE,
             **COMMON,
@@ -81,7 +83,7 @@ def main(model_dir: str, out_path: str, mode: str) -> None:
         rollout_func=rollout,
     )
     trainer.train()
-    rows = _exact_rows(trainer) if mode == "exact" else _loss_batches(trainer, tokenizer)
+    rows = _exact_rows(trainer) if mode != "dapo" else _loss_batches(trainer, tokenizer)
     acc = trainer.accelerator
     all_rows = acc.gather_for_metrics(rows, use_gather_object=True)
     if acc.is_main_process:

@@ -13,7 +13,8 @@ between rounds moves both sides of a pair alike.
     python benchmarks/bench_method_costs.py --device cuda --shape qwen2.5-0.5b --rounds 1
 
 ``--shape qwen2.5-0.5b`` is the randomly initialised model of Qwen2.5-0.5B's shape that
-benchmarks/bench_trainer_overhead.py builds (nothing is downloaded). The first 3 steps of each
+benchmarks/bench_trainer_overhead.py builds (nothing is downloaded); ``--layers`` and
+``--hidden`` shrink it (a CPU run at the real vocabulary). The first 3 steps of each
 run are warm-up and not counted. A benchmark, not a test: it asserts nothing.
 """
 
@@ -120,8 +121,11 @@ def report(args: argparse.Namespace, results: dict[str, list[dict]]) -> dict:
             row["peak_ratio"] = row["peak_mb"] / max(b["peak_mb"] for b in base)
         rows[preset] = row
     memory = "peak GPU" if args.device == "cuda" else "peak RSS"
+    shape = args.shape + "".join(
+        f", {v} {k}" for k, v in (("layers", args.layers), ("hidden", args.hidden)) if v
+    )
     print(
-        f"\n{args.shape} on {args.device}: {args.steps} steps x {args.rounds} rounds per preset, "
+        f"\n{shape} on {args.device}: {args.steps} steps x {args.rounds} rounds per preset, "
         f"{args.batch} completions of up to {args.completion_length} tokens per step, "
         f"{WARMUP} warm-up steps dropped\n"
     )
@@ -150,6 +154,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--shape", choices=["tiny", "qwen2.5-0.5b"], default="tiny")
+    parser.add_argument("--layers", type=int, help="fewer layers of --shape qwen2.5-0.5b")
+    parser.add_argument("--hidden", type=int, help="a narrower --shape qwen2.5-0.5b")
     parser.add_argument("--batch", type=int, default=64, help="completions per step (K = 8)")
     parser.add_argument("--completion-length", type=int, default=64)
     parser.add_argument("--json", help="also write the results here")
@@ -172,7 +178,7 @@ def main() -> None:
         if args.shape == "tiny":
             model_dir = str(build_tiny_model(Path(tmp) / "tiny"))
         else:
-            model_dir = str(build_qwen_shape(Path(tmp) / "qwen"))
+            model_dir = str(build_qwen_shape(Path(tmp) / "qwen", args.layers, args.hidden))
         rows = report(args, _rounds(args, model_dir, tmp))
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=2))

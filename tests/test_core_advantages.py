@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 
 import pytest
@@ -182,6 +183,27 @@ def test_otb_weights_paths_by_their_variance_and_zeroes_the_unique_tail():
         "otb", rewards[:1], mask[:1], torch.tensor([0]), logp_BT=logp[:1], sum_pi_sq_BT=sq[:1]
     )
     torch.testing.assert_close(alone, torch.tensor([[3.0, 3.0, 3.0]]))  # no group: A = G
+
+
+def test_otb_round_off_on_a_confident_prefix_keeps_the_baseline_bounded():
+    """w_t = 1 - 2 pi_t + sum pi^2 is >= 0 exactly; float32 gives about -4e-6 on tokens with
+    pi ~ 1. Clamped at 0, a shared confident prefix keeps B_t inside the returns' range."""
+    logp = torch.zeros(4, 4)  # pi = 1 on the two shared leading tokens
+    logp[:, 2:] = math.log(0.5)
+    sq = torch.full((4, 4), 0.5)
+    sq[:, :2] = 1.0 - torch.tensor([4e-6, -4e-6, 4e-6, 4e-6])[:, None]  # w = -+4e-6
+    rewards = torch.zeros(4, 4)
+    rewards[:, -1] = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    adv = run(
+        "otb",
+        rewards,
+        torch.ones(4, 4),
+        torch.zeros(4, dtype=torch.long),
+        logp_BT=logp,
+        sum_pi_sq_BT=sq,
+    )
+    assert adv.abs().max() <= 1.0
+    torch.testing.assert_close(adv[:, 2:], torch.tensor([[0.5, 0.5], [-0.5, -0.5]] * 2))
 
 
 def test_otb_needs_the_policy_statistics():

@@ -119,7 +119,11 @@ def test_explicit_option_wins_and_the_warning_says_so():
         ({"advantage_options": "{not json"}, "advantage_options must be a JSON object"),
         (
             {"preset": "otb", "advantage_options": {"sum_pi_sq_BT": [[0.5]]}},
-            r"advantage_options \['sum_pi_sq_BT'\] are per-batch tensors the trainer computes",
+            r"advantage_options \['sum_pi_sq_BT'\] are per-batch tensors, not settings",
+        ),
+        (
+            {"preset": "otb", "dynamic_sampling": True},
+            "dynamic_sampling does not combine with advantage estimator 'otb'",
         ),
         ({"w_g": 0.0}, "w_g must be a finite number > 0"),
         ({"w_s": -1.0}, "w_s must be a finite number >= 0"),

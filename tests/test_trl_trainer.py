@@ -211,16 +211,20 @@ def test_metrics_reach_tensorboard(tiny_model_dir, tiny_tokenizer, cpu_config, t
 
 def test_otb_reads_the_sampling_policys_probabilities(tiny_model_dir, tiny_tokenizer, cpu_config):
     """logp_BT and sum_pi_sq_BT equal a direct softmax over the whole vocabulary of the model
-    that sampled the round, at the sampling temperature."""
+    that sampled the round, at the sampling temperature, on every sampled token (truncated
+    completions, whose loss mask TRL zeroes, included)."""
     from transformers import AutoModelForCausalLM
 
-    config = cpu_config(preset="otb", max_steps=1, temperature=0.7)
+    config = cpu_config(preset="otb", max_steps=1, temperature=0.7, mask_truncated_completions=True)
     trainer = _trainer(RecordingTrainer, tiny_model_dir, tiny_tokenizer, config)
     trainer.train()
-    (output, _), stats = trainer.rounds[0], trainer.round_policy[0]
+    (output, tb), stats = trainer.rounds[0], trainer.round_policy[0]
+    keep = tb.mask_BT
+    truncated = keep.any(1) & ~output["completion_mask"].bool().any(1)
+    assert truncated.any() and (~truncated).any()
     sampler = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))  # the weights of step 0
     ids = torch.cat([output["prompt_ids"], output["completion_ids"]], 1)
-    attention = torch.cat([output["prompt_mask"], output["completion_mask"]], 1)
+    attention = torch.cat([output["prompt_mask"], keep.long()], 1)
     width = output["completion_ids"].shape[1]
     with torch.no_grad():
         logits = sampler(input_ids=ids, attention_mask=attention).logits[:, -width - 1 : -1]
@@ -228,15 +232,18 @@ def test_otb_reads_the_sampling_policys_probabilities(tiny_model_dir, tiny_token
     assert probs_BTV.shape[-1] == len(tiny_tokenizer)  # the whole vocabulary
     expected_sq = (probs_BTV**2).sum(-1)
     expected_logp = probs_BTV.gather(-1, output["completion_ids"][..., None]).squeeze(-1).log()
-    keep = output["completion_mask"].bool()
-    assert keep.sum() > 8
-    torch.testing.assert_close(
-        stats["sum_pi_sq_BT"][keep].double(), expected_sq[keep], atol=1e-5, rtol=1e-4
-    )
-    torch.testing.assert_close(
-        stats["logp_BT"][keep].double(), expected_logp[keep], atol=1e-5, rtol=1e-4
-    )
+    close = {"atol": 1e-5, "rtol": 1e-4}
+    torch.testing.assert_close(stats["sum_pi_sq_BT"][keep].double(), expected_sq[keep], **close)
+    torch.testing.assert_close(stats["logp_BT"][keep].double(), expected_logp[keep], **close)
     assert ((stats["sum_pi_sq_BT"][keep] > 0) & (stats["sum_pi_sq_BT"][keep] <= 1)).all()
+
+
+def test_otb_refuses_tool_outputs(tiny_model_dir, tiny_tokenizer, cpu_config):
+    trainer = _trainer(BoTGRPOTrainer, tiny_model_dir, tiny_tokenizer, cpu_config(preset="otb"))
+    ids = torch.ones(2, 3, dtype=torch.long)
+    output = {"prompt_ids": ids, "prompt_mask": ids, "completion_ids": ids, "tool_mask": ids}
+    with pytest.raises(ValueError, match="preset otb does not support tool outputs"):
+        trainer._policy_statistics(output, "train")
 
 
 def test_ppo_trains_its_critic_and_the_policy_waits_for_it(

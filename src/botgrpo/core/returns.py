@@ -75,7 +75,8 @@ def otb(
         A_t = G_t - B_t,   G_t = sum_{s >= t} r_s
 
     A per-token baseline on the reward-to-go, weighting each rollout by its accumulated
-    variance proxy; no std normalisation. Groups of one rollout get A = G. With
+    variance proxy; no std normalisation. w_t >= 0 in exact arithmetic and is clamped at 0
+    (verl does not clamp; the two agree wherever round-off leaves w_t >= 0). Groups of one rollout get A = G. With
     ``handle_zero_tail`` (verl's default) a group's unique longest rollout gets no baseline past
     the second-longest one's length (no other rollout estimates it there). BoT instead pools
     token rewards (not returns) in a bag and standardises them: no reward-to-go, no policy
@@ -94,7 +95,9 @@ def otb(
     w_BT = 1.0 - 2.0 * logp.exp() + _per_token("sum_pi_sq_BT", sum_pi_sq_BT, rewards_BT, mask_BT)
     if is_weights_BT is not None:
         w_BT = w_BT * _per_token("is_weights_BT", is_weights_BT, rewards_BT, mask_BT) ** 2
-    w_BT = torch.where(mask_BT, w_BT, 0.0)
+    # w_t = (1 - pi_t)^2 + sum_{v != t} pi_v^2 >= 0 exactly; float32 round-off on confident
+    # tokens makes it ~ -1e-6, which would let the baseline's denominator change sign
+    w_BT = torch.where(mask_BT, w_BT, 0.0).clamp_min(0.0)
     returns_BT = reward_to_go(rewards_BT, mask_BT)
     path_BT = w_BT.cumsum(-1)
     m_BT = mask_BT.double()

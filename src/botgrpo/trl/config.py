@@ -238,8 +238,8 @@ class BoTGRPOConfig(GRPOConfig):
         tensors = sorted(k for k in options if k.endswith(("_BT", "_B")))
         if tensors:
             raise ValueError(
-                f"advantage_options {tensors} are per-batch tensors the trainer computes each "
-                "round; leave them out (advantage_options takes the estimator's settings only)"
+                f"advantage_options {tensors} are per-batch tensors, not settings; leave them "
+                "out (the trainer supplies the ones it computes each round)"
             )
         _check_option_values(estimator, self.advantage_estimator, options)
         if self.critic_learning_rate is not None:
@@ -324,6 +324,13 @@ class BoTGRPOConfig(GRPOConfig):
             raise ValueError(
                 f"num_generations must be >= 2 (group statistics need two rollouts), got "
                 f"{self.num_generations}"
+            )
+        if self.dynamic_sampling and self.advantage_estimator in ("otb", "reinforce_pp", "gae"):
+            raise ValueError(
+                f"dynamic_sampling does not combine with advantage estimator "
+                f"{self.advantage_estimator!r}: it keeps groups with a nonzero advantage, and a "
+                "return estimator's baseline (per position or per batch) leaves one even when a "
+                "group's rewards are all equal, so nothing would be dropped"
             )
         if self.dynamic_sampling_max_rounds < 1:
             raise ValueError(

@@ -99,6 +99,12 @@ class BoTGRPOTrainer(GRPOTrainer):
         self.last_values_BT: Tensor | None = None  # the critic's values of the last round
         self._reads_policy = "sum_pi_sq_BT" in getattr(self._estimator, "options", ())
         if self._reads_policy:
+            if getattr(self, "tools", None):
+                raise ValueError(
+                    "preset otb compares rollouts position by position, which tool outputs "
+                    "inside completions shift; train without tools (verl packs the model's "
+                    "tokens first: algorithm.adv_estimator=tir_optimal_token_baseline)"
+                )
             self._add_sum_pi_sq_head()
         self.last_policy_stats: dict[str, Tensor] | None = None  # otb's inputs, last round
 
@@ -145,6 +151,9 @@ class BoTGRPOTrainer(GRPOTrainer):
             options["values_BT"] = self._critic_round(output, tb, options, mode)
         if self._reads_policy:
             options.update(self._policy_statistics(output, mode))
+            if output.get("importance_sampling_ratio") is not None:  # vLLM's, as verl passes it
+                ratio = output["importance_sampling_ratio"].float()
+                options["is_weights_BT"] = ratio.expand_as(output["completion_ids"])
         adv_BT = token_advantages(
             self.args.advantage_estimator,
             tb,
@@ -182,17 +191,24 @@ class BoTGRPOTrainer(GRPOTrainer):
 
             logp_BT[b, t] = log pi(y_t | y_<t),   sum_pi_sq_BT[b, t] = sum_v pi(v | y_<t)^2
 
-        at the sampling temperature, in one no-grad pass chunked like TRL's own log-prob passes
-        (verl computes both in its old-log-prob pass; TRL skips that pass when training is
-        on-policy, so here it is one extra forward without gradients).
+        at the sampling temperature (the full softmax: top-k/top-p truncation is not modelled, as
+        in verl), in one no-grad pass chunked like TRL's own log-prob passes (verl computes both
+        in its old-log-prob pass; TRL skips that pass when training is on-policy, so here it is
+        one extra forward without gradients).
         """
         from trl.models.utils import disable_gradient_checkpointing
 
         if any(output.get(k) is not None for k in ("pixel_values", "image_grid_thw")):
             raise ValueError("preset otb supports text-only models (the batch has images)")
+        if output.get("tool_mask") is not None:
+            raise ValueError("preset otb does not support tool outputs inside completions")
         ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
-        attention = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
         width = output["completion_ids"].shape[1]
+        # every sampled token, truncated completions included (TRL may have zeroed their mask;
+        # they still belong to their group's baseline)
+        length_B = torch.tensor(self.reward_batch.lengths, device=ids.device)
+        sampled_BT = torch.arange(width, device=ids.device)[None, :] < length_B[:, None]
+        attention = torch.cat([output["prompt_mask"], sampled_BT.to(output["prompt_mask"])], 1)
         chunk = (
             self.args.per_device_train_batch_size
             if mode == "train"

@@ -10,8 +10,11 @@ between rounds moves both sides of a pair alike.
 
     python benchmarks/bench_method_costs.py [--presets bot grpo otb reinforce_pp ppo]
         [--steps 12] [--rounds 4] [--batch 64] [--completion-length 64]
+    python benchmarks/bench_method_costs.py --task chain --batch 64 --completion-length 192
     python benchmarks/bench_method_costs.py --device cuda --shape qwen2.5-0.5b --rounds 1
 
+``--task chain`` trains the shipped warm start of the default task on its own token reward, as
+a comparison's runs do (the tiny model otherwise, on the arithmetic toy reward).
 ``--shape qwen2.5-0.5b`` is the randomly initialised model of Qwen2.5-0.5B's shape that
 benchmarks/bench_trainer_overhead.py builds (nothing is downloaded); ``--layers`` and
 ``--hidden`` shrink it (a CPU run at the real vocabulary). The first 3 steps of each
@@ -37,7 +40,7 @@ from bench_trainer_overhead import WARMUP, _peak_mb, build_qwen_shape
 COMMON = {
     "activation_checkpointing": False,
     "num_generations": 8,
-    "learning_rate": 1e-4,
+    "learning_rate": 4e-4,
     "logging_steps": 1,
     "save_strategy": "no",
     "report_to": "none",
@@ -46,7 +49,9 @@ COMMON = {
 }
 
 
-def worker(preset: str, model_dir: str, steps: int, out: str, options: dict) -> None:
+def worker(
+    preset: str, model_dir: str, steps: int, out: str, options: dict, task_name: str | None
+) -> None:
     """Train one preset for ``steps`` steps; write its step times and peak memory to ``out``."""
     from transformers import AutoTokenizer, TrainerCallback
 
@@ -55,6 +60,17 @@ def worker(preset: str, model_dir: str, steps: int, out: str, options: dict) -> 
 
     warnings.simplefilter("ignore")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if task_name:  # a built-in task: its shipped warm start, data and token reward
+        from botgrpo.tasks import load_task
+        from botgrpo.tasks.data import sample_examples, task_dataset
+        from botgrpo.tasks.reward import task_reward
+
+        task = load_task(task_name)
+        reward = task_reward(task, tokenizer)
+        dataset = task_dataset(sample_examples(task, 512, "train-0"))
+    else:
+        reward = make_arithmetic_token_reward(tokenizer)
+        dataset = make_arithmetic_dataset(512)
     times: list[float] = []
 
     class Timer(TrainerCallback):
@@ -70,9 +86,9 @@ def worker(preset: str, model_dir: str, steps: int, out: str, options: dict) -> 
     )
     trainer = BoTGRPOTrainer(
         model=model_dir,
-        reward_funcs=[make_arithmetic_token_reward(tokenizer)],
+        reward_funcs=[reward],
         args=config,
-        train_dataset=make_arithmetic_dataset(512),
+        train_dataset=dataset,
         processing_class=tokenizer,
         callbacks=[Timer()],
     )
@@ -92,6 +108,7 @@ def _rounds(args: argparse.Namespace, model_dir: str, tmp: str) -> dict[str, lis
             cmd = [sys.executable, __file__, "--worker", preset, "--model", model_dir]
             cmd += ["--steps", str(args.steps), "--out", out, "--device", args.device]
             cmd += ["--batch", str(args.batch), "--completion-length", str(args.completion_length)]
+            cmd += ["--task", args.task] if args.task else []
             done = subprocess.run(cmd, env=env, capture_output=True, text=True)
             if done.returncode:
                 sys.exit(f"{preset} run {r} failed:\n{done.stderr[-4000:]}")
@@ -121,7 +138,8 @@ def report(args: argparse.Namespace, results: dict[str, list[dict]]) -> dict:
             row["peak_ratio"] = row["peak_mb"] / max(b["peak_mb"] for b in base)
         rows[preset] = row
     memory = "peak GPU" if args.device == "cuda" else "peak RSS"
-    shape = args.shape + "".join(
+    shape = f"warm:{args.task}" if args.task else args.shape
+    shape += "".join(
         f", {v} {k}" for k, v in (("layers", args.layers), ("hidden", args.hidden)) if v
     )
     print(
@@ -154,6 +172,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     parser.add_argument("--shape", choices=["tiny", "qwen2.5-0.5b"], default="tiny")
+    parser.add_argument(
+        "--task", help="a built-in task (e.g. chain): train its shipped warm start on its reward"
+    )
     parser.add_argument("--layers", type=int, help="fewer layers of --shape qwen2.5-0.5b")
     parser.add_argument("--hidden", type=int, help="a narrower --shape qwen2.5-0.5b")
     parser.add_argument("--batch", type=int, default=64, help="completions per step (K = 8)")
@@ -170,12 +191,16 @@ def main() -> None:
         "max_completion_length": args.completion_length,
     }
     if args.worker:
-        worker(args.worker, args.model, args.steps, args.out, options)
+        worker(args.worker, args.model, args.steps, args.out, options, args.task)
         return
     from botgrpo.tiny import build_tiny_model
 
     with tempfile.TemporaryDirectory() as tmp:
-        if args.shape == "tiny":
+        if args.task:
+            from botgrpo.harness.warmstart import shipped_warm_start
+
+            model_dir = str(shipped_warm_start(args.task))
+        elif args.shape == "tiny":
             model_dir = str(build_tiny_model(Path(tmp) / "tiny"))
         else:
             model_dir = str(build_qwen_shape(Path(tmp) / "qwen", args.layers, args.hidden))

@@ -17,9 +17,12 @@ Then BoT is held against each alternative, paired by seed, at the comparison's h
 steps (ratio alternative / BoT, bootstrap 95% interval), AUC difference, and seconds to the
 threshold from the runs' own step times. Writes ``{name}-report.md`` and ``.json``.
 
-    python benchmarks/alternatives.py [--out runs] [--name alternatives] [--report-only]
+    python benchmarks/alternatives.py [--out runs] [--name alternatives] [--skip-critic]
+        [--final-only | --report-only]
 
-Finished runs are reused, so the command resumes. A benchmark: it asserts nothing.
+Finished runs are reused, so the command resumes. ``--final-only`` runs the last stage on the
+sweeps already made: every ``{name}-sweep*`` comparison counts, so a method swept apart later
+(``{name}-sweep-otb``, say) joins them. A benchmark: it asserts nothing.
 """
 
 from __future__ import annotations
@@ -65,23 +68,33 @@ def run_stages(args: argparse.Namespace) -> None:
 
     out = Path(args.out)
     sweep = _config(
-        args, f"{args.name}-sweep", ALTERNATIVES, lr_sweep=tuple(args.rates), sweep_seeds=2
+        args,
+        f"{args.name}-sweep",
+        ALTERNATIVES,
+        lr_sweep=tuple(args.rates),
+        sweep_seeds=args.sweep_seeds,
     )
     compare(sweep)
-    ppo_lr = _sweep_report(out / sweep.name)["best"]["ppo"]
+    if not args.skip_critic:
+        _critic_stage(args, _sweep_report(out / sweep.name)["best"]["ppo"])
+    compare(final_config(args))
+
+
+def _critic_stage(args: argparse.Namespace, ppo_lr: float) -> None:
+    from botgrpo.harness.compare import compare
+
     critic = _config(
         args,
         f"{args.name}-critic",
         ("ppo",),
         lr_sweep=(ppo_lr,),
-        sweep_seeds=2,
+        sweep_seeds=args.sweep_seeds,
         critic_learning_rate=args.critic_factor * ppo_lr,
     )
     _validate_only(critic)
     _, critic_lr, _ = choices(args)
     if critic_lr is not None:  # the faster critic won on validation: its test seeds too
         compare(critic)
-    compare(final_config(args))
 
 
 def _validate_only(cfg) -> None:
@@ -97,20 +110,34 @@ def _validate_only(cfg) -> None:
     sweep_learning_rates(cfg, root, starting_checkpoint(cfg, task))
 
 
+def _sweeps(args: argparse.Namespace) -> list[Path]:
+    """The sweep comparisons: ``{name}-sweep``, and any ``{name}-sweep-*`` that swept a method
+    apart (e.g. one added later)."""
+    out = Path(args.out)
+    return sorted(p.parent for p in out.glob(f"{args.name}-sweep*/lr_sweep.json"))
+
+
 def choices(args: argparse.Namespace) -> tuple[dict[str, float], float | None, dict]:
     """Each method's rate, ppo's critic rate (None = the policy's) and the validation scores."""
-    out = Path(args.out)
-    sweep = _sweep_report(out / f"{args.name}-sweep")
-    lrs = dict(BASELINE_LRS) | {m: float(sweep["best"][m]) for m in ALTERNATIVES}
-    scores = {"sweep": sweep["mean_over_run"], "critic": None}
+    best, scores_by_lr, seeds = {}, {}, {}
+    for root in _sweeps(args):
+        report = _sweep_report(root)
+        best |= {m: float(lr) for m, lr in report["best"].items()}
+        scores_by_lr |= report["mean_over_run"]
+        seeds |= dict.fromkeys(report["best"], report["sweep_seeds"])
+    missing = [m for m in ALTERNATIVES if m not in best]
+    if missing:
+        raise SystemExit(f"no finished sweep of {missing}: run without --report-only")
+    lrs = dict(BASELINE_LRS) | {m: best[m] for m in ALTERNATIVES}
+    scores = {"sweep": scores_by_lr, "sweep_seeds": seeds, "critic": None}
     critic_lr = None
-    critic_root = out / f"{args.name}-critic"
+    critic_root = Path(args.out) / f"{args.name}-critic"
     if (critic_root / "lr_sweep.json").exists():
         variant = _sweep_report(critic_root)["mean_over_run"]["ppo"]
-        own = sweep["mean_over_run"]["ppo"]
         key = next(iter(variant))
-        scores["critic"] = {"policy_rate": own[key], "factor_rate": variant[key]}
-        if variant[key] > own[key]:
+        own = scores_by_lr["ppo"][key]
+        scores["critic"] = {"policy_rate": own, "factor_rate": variant[key]}
+        if variant[key] > own:
             critic_lr = json.loads((critic_root / "config.json").read_text())[
                 "critic_learning_rate"
             ]
@@ -137,12 +164,14 @@ def _copy_runs(args, cfg, lrs: dict[str, float], critic_lr: float | None) -> Non
     out = Path(args.out)
     runs = out / cfg.name / "runs"
     for m in ALTERNATIVES:
-        stage = f"{args.name}-critic" if m == "ppo" and critic_lr else f"{args.name}-sweep"
+        stages = [out / f"{args.name}-critic"] if m == "ppo" and critic_lr else _sweeps(args)
         for seed in range(cfg.seeds):
             label = run_label(m, seed, lrs[m])
-            src, dst = out / stage / "runs" / label, runs / label
-            if (src / "done.json").exists() and not dst.exists():
-                shutil.copytree(src, dst)
+            dst = runs / label
+            for stage in stages:
+                src = stage / "runs" / label
+                if (src / "done.json").exists() and not dst.exists():
+                    shutil.copytree(src, dst)
 
 
 def _curves(root: Path) -> dict:
@@ -242,12 +271,23 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--problems", type=int, default=300, help="held-out problems")
     parser.add_argument("--rates", type=float, nargs="+", default=[2e-4, 4e-4])
+    parser.add_argument("--sweep-seeds", type=int, default=2)
+    parser.add_argument("--skip-critic", action="store_true", help="no critic-rate stage")
     parser.add_argument("--critic-factor", type=float, default=10.0)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--final-only",
+        action="store_true",
+        help="only the last stage, on the sweeps already made (their runs copied, not rerun)",
+    )
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    if not args.report_only:
+    if args.final_only:
+        from botgrpo.harness.compare import compare
+
+        compare(final_config(args))
+    elif not args.report_only:
         run_stages(args)
     report(args)
 

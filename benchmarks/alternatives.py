@@ -185,6 +185,8 @@ def report(args: argparse.Namespace) -> dict:
     from botgrpo.harness import stats
 
     root = Path(args.out) / args.name
+    if not (root / "summary.json").exists():
+        raise SystemExit(f"{root} has no summary.json: run the comparison first (no --report-only)")
     summary = json.loads((root / "summary.json").read_text())
     if not summary["thresholds"]:
         raise SystemExit(f"{root.name} learned nothing an evaluation can see: no report")

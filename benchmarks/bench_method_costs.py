@@ -30,12 +30,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import warnings
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_trainer_overhead import WARMUP, _peak_mb, build_qwen_shape
+from bench_trainer_overhead import WARMUP, _peak_mb, build_qwen_shape, step_timer
 
 COMMON = {
     "activation_checkpointing": False,
@@ -53,7 +52,7 @@ def worker(
     preset: str, model_dir: str, steps: int, out: str, options: dict, task_name: str | None
 ) -> None:
     """Train one preset for ``steps`` steps; write its step times and peak memory to ``out``."""
-    from transformers import AutoTokenizer, TrainerCallback
+    from transformers import AutoTokenizer
 
     from botgrpo.tasks.arithmetic import make_arithmetic_dataset, make_arithmetic_token_reward
     from botgrpo.trl import BoTGRPOConfig, BoTGRPOTrainer
@@ -73,13 +72,6 @@ def worker(
         dataset = make_arithmetic_dataset(512)
     times: list[float] = []
 
-    class Timer(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kw):
-            self.start = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kw):
-            times.append(time.perf_counter() - self.start)
-
     device = "cpu" if options["use_cpu"] else "cuda"
     config = BoTGRPOConfig(
         preset=preset, **COMMON, **options, output_dir=f"{out}.run", max_steps=steps
@@ -90,7 +82,7 @@ def worker(
         args=config,
         train_dataset=dataset,
         processing_class=tokenizer,
-        callbacks=[Timer()],
+        callbacks=[step_timer(times)],
     )
     trainer.train()
     Path(out).write_text(json.dumps({"times": times[WARMUP:], "peak_mb": _peak_mb(device)}))

@@ -102,9 +102,23 @@ def build_qwen_shape(path: Path, layers: int | None = None, hidden: int | None =
     return path
 
 
+def step_timer(times: list[float]):
+    """A trainer callback appending each optimizer step's wall time to ``times``."""
+    from transformers import TrainerCallback
+
+    class Timer(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            self.start = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            times.append(time.perf_counter() - self.start)
+
+    return Timer()
+
+
 def worker(kind: str, model_dir: str, steps: int, out: str, options: dict) -> None:
     """Train one trainer for ``steps`` steps; write step times and memory to ``out``."""
-    from transformers import AutoTokenizer, TrainerCallback
+    from transformers import AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
     from botgrpo.tasks.arithmetic import make_arithmetic_dataset, make_arithmetic_token_reward
@@ -119,13 +133,6 @@ def worker(kind: str, model_dir: str, steps: int, out: str, options: dict) -> No
 
     outcome_of_token_reward.__name__ = "arithmetic_token_reward"
     times: list[float] = []
-
-    class Timer(TrainerCallback):
-        def on_step_begin(self, args, state, control, **kw):
-            self.start = time.perf_counter()
-
-        def on_step_end(self, args, state, control, **kw):
-            times.append(time.perf_counter() - self.start)
 
     added = _time_added_work() if kind == "bot" else []
     device = "cpu" if options["use_cpu"] else "cuda"
@@ -144,7 +151,7 @@ def worker(kind: str, model_dir: str, steps: int, out: str, options: dict) -> No
         args=config,
         train_dataset=make_arithmetic_dataset(512),
         processing_class=tokenizer,
-        callbacks=[Timer()],
+        callbacks=[step_timer(times)],
     )
     before = _peak_mb(device)
     trainer.train()

@@ -66,18 +66,26 @@ def _sweep_report(root: Path) -> dict:
 def run_stages(args: argparse.Namespace) -> None:
     from botgrpo.harness.compare import compare
 
-    out = Path(args.out)
-    sweep = _config(
-        args,
-        f"{args.name}-sweep",
-        ALTERNATIVES,
-        lr_sweep=tuple(args.rates),
-        sweep_seeds=args.sweep_seeds,
-    )
-    compare(sweep)
+    unswept = [m for m in ALTERNATIVES if m not in _swept_apart(args)]
+    if unswept:  # a method swept apart (``{name}-sweep-otb``) is not swept again
+        sweep = _config(
+            args,
+            f"{args.name}-sweep",
+            unswept,
+            lr_sweep=tuple(args.rates),
+            sweep_seeds=args.sweep_seeds,
+        )
+        compare(sweep)
     if not args.skip_critic:
-        _critic_stage(args, _sweep_report(out / sweep.name)["best"]["ppo"])
+        _critic_stage(args, choices(args)[0]["ppo"])
     compare(final_config(args))
+
+
+def _swept_apart(args: argparse.Namespace) -> set[str]:
+    """Methods with a finished sweep in a ``{name}-sweep-*`` comparison (``{name}-sweep`` itself
+    resumes by itself)."""
+    apart = [root for root in _sweeps(args) if root.name != f"{args.name}-sweep"]
+    return {m for root in apart for m in _sweep_report(root)["best"]}
 
 
 def _critic_stage(args: argparse.Namespace, ppo_lr: float) -> None:

@@ -162,7 +162,7 @@ def plot(result: dict, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4.2), width_ratios=(1, 1, 1.1))
     flips = [r for r in result["rows"] if r["w_s"] == 0.5 and _flip_rate(r) is not None]
     flips.sort(key=_flip_rate)
     random = [r for r in result["rows"] if (r["verdict_noise"] or "").endswith(":random")]
@@ -185,10 +185,32 @@ def plot(result: dict, path: Path) -> None:
         ax.axhline(ref, color="grey", ls=":", label="GRPO")
         ax.set(xlabel="share of step verdicts right", ylabel=label)
         ax.legend(loc="best", framealpha=0.8)
+    _forest(axes[2], result["rows"])
     fig.suptitle(f"Verdict noise on {result['task']}: 95% intervals over seeds")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _forest(ax, rows: list[dict]) -> None:
+    """Every setting's AUC difference with its interval, one row each (the one-sided kinds and
+    the w_s grid have no place on the flip-rate axis)."""
+    ys = range(len(rows))[::-1]
+    for y, r in zip(ys, rows, strict=True):
+        low = r["auc_low"] if r["auc_low"] is not None else r["auc_diff"]
+        high = r["auc_high"] if r["auc_high"] is not None else r["auc_diff"]
+        color = "C0" if low > 0 else ("C3" if high < 0 else "grey")
+        ax.errorbar(
+            r["auc_diff"],
+            y,
+            xerr=[[r["auc_diff"] - low], [high - r["auc_diff"]]],
+            fmt="o",
+            color=color,
+            capsize=3,
+        )
+    ax.axvline(0.0, color="grey", ls=":")
+    ax.set_yticks(list(ys), [f"{r['setting']} (w_s {r['w_s']:g})" for r in rows])
+    ax.set(xlabel="AUC difference BoT - GRPO", title="every setting")
 
 
 def _flip_rate(row: dict) -> float | None:

@@ -209,19 +209,42 @@ def test_metrics_reach_tensorboard(tiny_model_dir, tiny_tokenizer, cpu_config, t
     assert all(0 < v < 1 for v in share)
 
 
-def test_otb_reads_the_sampling_policys_probabilities(tiny_model_dir, tiny_tokenizer, cpu_config):
+@pytest.mark.parametrize("num_iterations", [1, 2], ids=["on-policy", "trl-old-pass"])
+def test_otb_reads_the_sampling_policys_probabilities(
+    tiny_model_dir, tiny_tokenizer, cpu_config, monkeypatch, num_iterations
+):
     """logp_BT and sum_pi_sq_BT equal a direct softmax over the whole vocabulary of the model
     that sampled the round, at the sampling temperature, on every sampled token (truncated
-    completions, whose loss mask TRL zeroes, included)."""
+    completions, whose loss mask TRL zeroes, included). With two iterations per generation TRL
+    makes an old-policy pass: the statistics come from it, and only the rows it did not attend
+    (the masked truncations) are scored again."""
     from transformers import AutoModelForCausalLM
 
-    config = cpu_config(preset="otb", max_steps=1, temperature=0.7, mask_truncated_completions=True)
+    from botgrpo.trl import policy_stats
+
+    scored = []
+    real = policy_stats.score_rows
+
+    def counting(trainer, output, sampled_BT, rows, chunk):
+        scored.append(rows.tolist())
+        return real(trainer, output, sampled_BT, rows, chunk)
+
+    monkeypatch.setattr(policy_stats, "score_rows", counting)
+    config = cpu_config(
+        preset="otb",
+        max_steps=1,
+        temperature=0.7,
+        mask_truncated_completions=True,
+        num_iterations=num_iterations,
+    )
     trainer = _trainer(RecordingTrainer, tiny_model_dir, tiny_tokenizer, config)
     trainer.train()
     (output, tb), stats = trainer.rounds[0], trainer.round_policy[0]
     keep = tb.mask_BT
     truncated = keep.any(1) & ~output["completion_mask"].bool().any(1)
     assert truncated.any() and (~truncated).any()
+    rows = range(len(truncated)) if num_iterations == 1 else truncated.nonzero().flatten()
+    assert scored[0] == list(map(int, rows))
     sampler = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))  # the weights of step 0
     ids = torch.cat([output["prompt_ids"], output["completion_ids"]], 1)
     attention = torch.cat([output["prompt_mask"], keep.long()], 1)

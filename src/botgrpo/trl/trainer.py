@@ -13,7 +13,8 @@ TRL's own code path):
    processes, so a group split over processes gets the single-process advantages. TRL's loss
    takes [B, T] advantages as they are.
 4. Estimators that read the sampling policy (``otb``) get its per-token log-probabilities and
-   sums of squared probabilities from one no-grad pass through TRL's fused LM head; ``gae``
+   sums of squared probabilities through TRL's fused LM head, from TRL's old-policy pass when it
+   makes one, else from one no-grad pass (:mod:`botgrpo.trl.policy_stats`); ``gae``
    (preset ppo) gets a learned critic's values (:mod:`botgrpo.trl.critic`).
 5. Optional DAPO dynamic sampling (:mod:`botgrpo.trl.dynamic_sampling`).
 6. Extra metrics ``bot/*`` (:mod:`botgrpo.trl.metrics`) go through TRL's ``report_to``.
@@ -32,6 +33,7 @@ from trl import GRPOConfig, GRPOTrainer
 
 from botgrpo.core import get_advantage_estimator
 from botgrpo.trl import dynamic_sampling as ds
+from botgrpo.trl import policy_stats
 from botgrpo.trl.config import BoTGRPOConfig
 from botgrpo.trl.metrics import gathered_step_metrics
 from botgrpo.trl.reward_adapter import RewardAdapter, RewardBatch, adapt_reward_funcs
@@ -91,6 +93,8 @@ class BoTGRPOTrainer(GRPOTrainer):
         self.reward_batch: RewardBatch | None = None  # token parts of the batch being scored
         self.last_token_batch: TokenBatch | None = None  # rewards of the last scored round
         self._rewards_per_func: Tensor | None = None  # TRL's gathered outcome columns
+        self._capture_old_pass = False  # set while a round's old-policy pass may be read
+        self._old_pass_stats: dict[str, Tensor] | None = None  # what that pass returned
         super().__init__(model, adapt_reward_funcs(reward_funcs, self), args, *rest, **kwargs)
         self._estimator = get_advantage_estimator(args.advantage_estimator)
         if args.dynamic_sampling:
@@ -130,7 +134,12 @@ class BoTGRPOTrainer(GRPOTrainer):
 
     def _score_round(self, inputs: list[dict[str, Any]]) -> dict[str, Any]:
         """One TRL generation-and-scoring round with its advantages replaced by [B, T] ones."""
-        output = super()._generate_and_score_completions(inputs)
+        self._capture_old_pass = self._reads_policy and policy_stats.trl_makes_old_pass(self)
+        self._old_pass_stats = None
+        try:
+            output = super()._generate_and_score_completions(inputs)
+        finally:
+            self._capture_old_pass = False
         mode = "train" if self.model.training else "eval"
         num_generations = self.num_generations if mode == "train" else self.num_generations_eval
         b = len(inputs)
@@ -174,62 +183,39 @@ class BoTGRPOTrainer(GRPOTrainer):
 
     # ---- the sampling policy's statistics (preset otb) --------------------------------------
     def _add_sum_pi_sq_head(self) -> None:
-        """Re-patch TRL's fused LM head so it also returns log(sum_v pi_v^2) per token (scored in
-        tiles of the vocabulary, so no second [B, T, V] tensor exists)."""
-        from accelerate.utils import is_peft_model
-        from trl.trainer.utils import add_fused_lm_head
+        policy_stats.add_sum_pi_sq_head(self)
 
-        add_fused_lm_head(
-            self.model.get_base_model() if is_peft_model(self.model) else self.model,
-            temperature=self.temperature,
-            cast_lm_head_to_fp32=self.args.cast_lm_head_to_fp32,
-            outputs=("log_probs", "entropy", "log_sum_sq_probs"),
-        )
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, *args, **kw):
+        """TRL's chunked log-prob pass; the old-policy pass of a round (preset otb, when TRL
+        makes one) also keeps the sums of squared probabilities its forwards return."""
+        if not self._capture_old_pass or model is not self.model or torch.is_grad_enabled():
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, *args, **kw
+            )
+        self._capture_old_pass = False  # the round's first such pass; the rest are TRL's
+        capture = policy_stats.OldPassCapture(model)
+        try:
+            result = super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, *args, **kw
+            )
+        finally:
+            capture.close()
+        self._old_pass_stats = capture.result(result[0], attention_mask)
+        return result
 
     def _policy_statistics(self, output: dict[str, Any], mode: str) -> dict[str, Tensor]:
-        """OTB's inputs for this round's completions, from the policy that sampled them.
-
-            logp_BT[b, t] = log pi(y_t | y_<t),   sum_pi_sq_BT[b, t] = sum_v pi(v | y_<t)^2
-
-        at the sampling temperature (the full softmax: top-k/top-p truncation is not modelled, as
-        in verl), in one no-grad pass chunked like TRL's own log-prob passes (verl computes both
-        in its old-log-prob pass; TRL skips that pass when training is on-policy, so here it is
-        one extra forward without gradients).
-        """
-        from trl.models.utils import disable_gradient_checkpointing
-
-        if any(output.get(k) is not None for k in ("pixel_values", "image_grid_thw")):
-            raise ValueError("preset otb supports text-only models (the batch has images)")
-        if output.get("tool_mask") is not None:
-            raise ValueError("preset otb does not support tool outputs inside completions")
-        ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
-        width = output["completion_ids"].shape[1]
-        # every sampled token, truncated completions included (TRL may have zeroed their mask;
-        # they still belong to their group's baseline)
-        length_B = torch.tensor(self.reward_batch.lengths, device=ids.device)
-        sampled_BT = torch.arange(width, device=ids.device)[None, :] < length_B[:, None]
-        attention = torch.cat([output["prompt_mask"], sampled_BT.to(output["prompt_mask"])], 1)
+        """OTB's inputs for this round's completions, from the policy that sampled them
+        (:mod:`botgrpo.trl.policy_stats`): read from TRL's old-policy pass when it made one,
+        else one no-grad pass of their own."""
+        policy_stats.check_text_only(output)
+        captured, self._old_pass_stats = self._old_pass_stats, None
+        length_B = torch.tensor(self.reward_batch.lengths, device=output["completion_ids"].device)
         chunk = (
             self.args.per_device_train_batch_size
             if mode == "train"
             else self.args.per_device_eval_batch_size
         )
-        logps, squares = [], []
-        with (
-            torch.no_grad(),
-            disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
-        ):
-            for start in range(0, ids.shape[0], chunk):
-                ids_b, mask_b = ids[start : start + chunk], attention[start : start + chunk]
-                labels = ids_b.masked_fill(mask_b == 0, -100)
-                labels[:, :-width] = -100
-                with self.accelerator.autocast():
-                    out = self.model(
-                        input_ids=ids_b, attention_mask=mask_b, labels=labels, fused_lm_head=True
-                    )
-                logps.append(out.log_probs[:, -width:].float())
-                squares.append(out.log_sum_sq_probs[:, -width:].float().exp())
-        stats = {"logp_BT": torch.cat(logps), "sum_pi_sq_BT": torch.cat(squares)}
+        stats = policy_stats.policy_statistics(self, output, length_B, chunk, captured)
         self.last_policy_stats = stats
         return stats
 

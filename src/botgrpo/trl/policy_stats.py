@@ -68,6 +68,7 @@ class OldPassCapture:
             "logp_BT": logps_BT.detach().float(),
             "sum_pi_sq_BT": squares,
             "attended_BT": attention_mask[:, -width:].bool(),
+            "source": logps_BT,  # what TRL returned: read only if it is the round's old pass
         }
 
 
@@ -85,18 +86,30 @@ def policy_statistics(
     """OTB's inputs for every sampled token of the round (truncated completions included: TRL
     may have zeroed their mask, but they still belong to their group's baseline), from the
     captured old-policy pass where it attended the row in full, from :func:`score_rows`
-    elsewhere."""
+    elsewhere.
+
+    A capture counts only if TRL stored its result as the round's ``old_per_token_logps`` (so a
+    reference pass is never read as the policy's). Every process scores the same number of
+    rows (its own, padded with repeats), so sharded models (ZeRO-3, FSDP), whose every forward
+    is a collective, stay in step."""
     width = output["completion_ids"].shape[1]
-    sampled_BT = torch.arange(width, device=length_B.device)[None, :] < length_B[:, None]
+    device = length_B.device
+    sampled_BT = torch.arange(width, device=device)[None, :] < length_B[:, None]
+    if captured is not None and output.get("old_per_token_logps") is not captured["source"]:
+        captured = None
     if captured is None:
-        rows = torch.arange(length_B.shape[0], device=length_B.device)
-        return score_rows(trainer, output, sampled_BT, rows, chunk)
+        return score_rows(trainer, output, sampled_BT, torch.arange(len(length_B)), chunk)
     stats = {k: captured[k].clone() for k in ("logp_BT", "sum_pi_sq_BT")}
     missing = (sampled_BT & ~captured["attended_BT"]).any(dim=1).nonzero().flatten()
-    if missing.numel():
-        again = score_rows(trainer, output, sampled_BT, missing, chunk)
+    count = torch.tensor([missing.numel()], device=device)
+    if trainer.accelerator.num_processes > 1:
+        count = trainer.accelerator.gather(count)
+    most = int(count.max())
+    if most:
+        rows = torch.cat([missing, missing.new_zeros(most - missing.numel())])  # pad: row 0
+        again = score_rows(trainer, output, sampled_BT, rows, chunk)
         for key, value in again.items():
-            stats[key][missing] = value
+            stats[key][missing] = value[: missing.numel()]
     return stats
 
 

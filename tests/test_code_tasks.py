@@ -257,8 +257,10 @@ def test_the_task_fills_the_lengths_a_comparison_leaves_open(tmp_path):
     assert given.max_completion_length == 100
 
 
-def test_the_shipped_react_warm_start_is_the_default_comparisons(tmp_path):
-    """`botgrpo compare --task react` starts RL from the shipped checkpoint, not a training."""
+@pytest.mark.parametrize("task_cls", [ReactComponents, PythonFunctions])
+def test_the_shipped_code_warm_starts_are_the_default_comparisons(task_cls, tmp_path):
+    """`botgrpo compare --task react` (or python) starts RL from the shipped checkpoint, not a
+    training, in the regime where RL works."""
     import json
 
     from botgrpo.harness.compare import check_inputs, warm_start_config
@@ -266,13 +268,15 @@ def test_the_shipped_react_warm_start_is_the_default_comparisons(tmp_path):
     from botgrpo.harness.evaluate import held_out_prompts
     from botgrpo.harness.warmstart import packaged_warm_start
 
-    cfg = CompareConfig(out_dir=str(tmp_path), task="react", **ReactComponents.compare_defaults)
+    name = task_cls.name
+    cfg = CompareConfig(out_dir=str(tmp_path), task=name, **task_cls.compare_defaults)
     task = check_inputs(cfg)
     key = warm_start_config(cfg, task).cache_key(task, held_out_prompts(task, cfg.eval_problems))
     shipped = packaged_warm_start(key)
     assert shipped is not None, (
-        "rebuild it: botgrpo warm-start --task react --retrain --package react"
+        f"rebuild it: botgrpo warm-start --task {name} --retrain --package {name}"
     )
+    assert shipped.name == name
     meta = json.loads((shipped / "warm_start.json").read_text())
     assert meta["metrics"]["greedy_compiled"] > 0.9  # converged on the mechanics
     assert 0.1 < meta["metrics"]["sampled_compiled"] < 0.5  # and imitates the slipping teacher

@@ -280,3 +280,19 @@ def test_the_shipped_code_warm_starts_are_the_default_comparisons(task_cls, tmp_
     meta = json.loads((shipped / "warm_start.json").read_text())
     assert meta["metrics"]["greedy_compiled"] > 0.9  # converged on the mechanics
     assert 0.1 < meta["metrics"]["sampled_compiled"] < 0.5  # and imitates the slipping teacher
+
+
+@pytest.mark.parametrize(
+    ("task", "steps", "problems"), [("react", 20, 100), ("python", 30, 150), ("chain", 40, 500)]
+)
+def test_the_demo_takes_each_tasks_budget_and_flags_still_win(task, steps, problems, tmp_path):
+    """`botgrpo demo --task react` runs fewer, longer steps than python's demo (each task's
+    ``demo_defaults`` over the demo's own); a flag given wins over both."""
+    from botgrpo.harness.cli import DEMO_DEFAULTS, _parse
+
+    argv = ["--task", task, "--out-dir", str(tmp_path)]
+    cfg, _ = _parse(argv, "botgrpo demo", "", DEMO_DEFAULTS)
+    assert (cfg.steps, cfg.eval_problems, cfg.pass_problems) == (steps, problems, problems)
+    assert cfg.methods == ("grpo", "bot")
+    given, _ = _parse([*argv, "--steps", "17"], "botgrpo demo", "", DEMO_DEFAULTS)
+    assert given.steps == 17 and given.eval_problems == problems

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from botgrpo.tasks.base import Example, Score, StepVerdict
-from botgrpo.tasks.code import COMPARE_DEFAULTS, DEMO_DEFAULTS
+from botgrpo.tasks.code import COMPARE_DEFAULTS, REACT_DEMO_DEFAULTS
 from botgrpo.tasks.teacher import Teacher, demonstration_rng
 
 
@@ -104,7 +104,7 @@ class ReactComponents:
     warm_start_stop = "converged"
     #: What `botgrpo compare` and `botgrpo demo` run on this task (``botgrpo.tasks.code``).
     compare_defaults: ClassVar[dict[str, object]] = COMPARE_DEFAULTS
-    demo_defaults: ClassVar[dict[str, object]] = DEMO_DEFAULTS
+    demo_defaults: ClassVar[dict[str, object]] = REACT_DEMO_DEFAULTS
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_parts <= self.max_parts <= len(PARTS):

@@ -10,6 +10,7 @@ correctness, same share of +1).
 
     python benchmarks/verdict_noise_map.py [--out runs] [--name noise] [--seeds 5]
         [--settings clean flip0.2 random ...] [--report-only]
+        [--task columns --name noise-columns --warm-start-stop converged]
 
 Settings run in the order given (default: all of :data:`SETTINGS`, the map's endpoints
 first); finished runs are reused, so the command resumes. ``--report-only`` writes map.md,
@@ -59,8 +60,9 @@ def config(args: argparse.Namespace, tag: str):
         eval_problems=args.problems,
         pass_samples=1,
         pass_problems=args.problems,
-        learning_rate=LR,
+        learning_rate=args.lr,
         w_s=w_s,
+        warm_start_stop=args.warm_start_stop,
         verdict_noise=noise,
         workers=args.workers,
     )
@@ -231,6 +233,13 @@ def main() -> None:
     parser.add_argument("--eval-every", type=int, default=5)
     parser.add_argument("--problems", type=int, default=500, help="held-out problems")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--lr", type=float, default=LR, help="grpo's and bot's learning rate")
+    parser.add_argument(
+        "--warm-start-stop",
+        choices=("steps", "converged"),
+        default=None,
+        help="the warm start's stop rule (default: the task's)",
+    )
     parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()

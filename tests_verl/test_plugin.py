@@ -115,3 +115,17 @@ def test_unsupported_verl_version_is_recorded_not_raised(monkeypatch):
     monkeypatch.setattr(plugin, "LOAD_ERROR", None)
     plugin._load()  # what verl's loader runs: must not raise
     assert "found verl 0.8.0" in str(plugin.LOAD_ERROR)
+
+
+def test_the_botgrpo_section_defaults_to_the_trl_configs_weights():
+    """A verl run that names only its reward functions gets the paper's weights, as TRL does."""
+    import dataclasses
+
+    from botgrpo.trl.config import BoTGRPOConfig
+    from botgrpo.verl.config import VerlRewardConfig
+
+    trl = {f.name: f.default for f in dataclasses.fields(BoTGRPOConfig)}
+    verl = VerlRewardConfig.from_mapping({"reward_funcs": ["math_step_reward"]})
+    for name in ("w_g", "w_s", "local_bound"):
+        assert getattr(verl, name) == trl[name], name
+    assert (verl.w_g, verl.w_s, verl.local_bound) == (3.0, 0.5, 1.0)

@@ -11,7 +11,6 @@ reward settings carry over unchanged::
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -30,12 +29,14 @@ class VerlRewardConfig:
     """Keyword arguments per factory entry, e.g. {math_step_reward: {config: {...}}}."""
     reward_weights: list[float] | None = None
     """One weight per reward function (TRL's reward_weights); None: all 1."""
-    w_g: float = 1.0
-    """Weight of each rollout's outcome G; scalar rewards count as outcomes (w_g * s)."""
-    w_s: float = 1.0
-    """Weight of the local signal S_t."""
-    local_bound: float = math.inf
-    """Bound B on |S_t| (a recipe's own bound wins); larger values are an error."""
+    w_g: float = 3.0
+    """Weight of each rollout's outcome G; scalar rewards count as outcomes (w_g * s). Paper
+    value 3.0, as in the TRL config."""
+    w_s: float = 0.5
+    """Weight of the local signal S_t. Paper value 0.5, as in the TRL config."""
+    local_bound: float = 1.0
+    """Bound B on |S_t| (a recipe's own bound wins); larger values are an error; inf disables
+    the check. 1.0 as in the TRL config."""
 
     def __post_init__(self) -> None:
         if not self.reward_funcs:

@@ -170,6 +170,15 @@ def test_one_seed_summary_says_it_is_not_evidence(tmp_path):
     assert "2 methods x 1 seed," in text.splitlines()[0]
 
 
+def test_summary_header_counts_the_seeds_each_method_ran(tmp_path):
+    """Merged comparisons can hold methods with different seed counts: the header says so."""
+    records = _records(
+        {"grpo": [[0.1, 0.2, 0.5, 0.7, 0.7]] * 3, "bot": [[0.1, 0.5, 0.7, 0.7, 0.7]]}
+    )
+    header = render_markdown(build_summary(records, _cfg(3), {}, seconds=1.0)).splitlines()[0]
+    assert "2 methods x 1-3 seeds," in header
+
+
 def test_summary_gives_a_runs_own_time_besides_the_commands(tmp_path):
     records = _records({"grpo": [[0.1, 0.2, 0.5, 0.7, 0.7]], "bot": [[0.1, 0.5, 0.7, 0.7, 0.7]]})
     runs = {"grpo": [120.0], "bot": [240.0]}

@@ -364,8 +364,7 @@ def _table(s: dict) -> list[str]:
 def render_markdown(s: dict) -> str:
     """summary.md from the summary dict."""
     lines = [
-        f"# {s['name']}: {s['task']}, {len(s['methods'])} methods x {s['n_seeds']} "
-        f"seed{'s' if s['n_seeds'] != 1 else ''}, "
+        f"# {s['name']}: {s['task']}, {len(s['methods'])} methods x {_seed_count(s)}, "
         f"{s['budget_steps']} steps",
         "",
         *(f"- {v}" for v in s["verdict"]),
@@ -397,6 +396,14 @@ def render_markdown(s: dict) -> str:
         "metrics.jsonl.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _seed_count(s: dict) -> str:
+    """``5 seeds``, or ``3-5 seeds`` when the methods ran different numbers (merged runs)."""
+    counts = {len(info["seeds"]) for info in s["methods"].values()} or {s["n_seeds"]}
+    low, high = min(counts), max(counts)
+    text = f"{low}" if low == high else f"{low}-{high}"
+    return f"{text} seed{'s' if high != 1 else ''}"
 
 
 def _noise_line(spec: str) -> str:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +81,13 @@ def report(args: argparse.Namespace) -> dict:
 
     out = Path(args.out)
     clean = out / f"{args.name}-clean"
+    if not (clean / "summary.json").is_file():
+        print(
+            f"verdict_noise_map.py: error: no finished clean comparison in {clean}; run the map "
+            "without --report-only first, or pass the --out and --name it used",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     summary = json.loads((clean / "summary.json").read_text())
     thresholds, start = summary["thresholds"], summary["start"]
     if not thresholds:
@@ -248,6 +256,13 @@ def main() -> None:
         from botgrpo.harness.compare import compare
 
         settings = ["clean", *(s for s in args.settings if s != "clean")]
+        from botgrpo.usage import UsageError, check_task_spec
+
+        try:  # a user's mistake ends in one line before anything trains
+            check_task_spec(args.task)
+            config(args, settings[0])
+        except (UsageError, ValueError) as err:
+            parser.error(str(err))
         for tag in settings:
             compare(config(args, tag))
             report(args)

@@ -22,7 +22,7 @@ from botgrpo.usage import (
 )
 
 #: The demo: the default task from its shipped warm start, grpo vs bot, evaluated often enough
-#: to see the first 20-30 steps where the learning happens, in 8-12 minutes on two cores.
+#: to see the first 20-30 steps where the learning happens, in about 11 minutes on two cores.
 DEMO_DEFAULTS = {
     "name": "demo",
     "methods": ("grpo", "bot"),
@@ -104,7 +104,7 @@ def demo_main(argv: Sequence[str]) -> int:
         "botgrpo demo",
         "GRPO vs BoT-GRPO on the built-in chain-arithmetic task with a tiny offline "
         "model: the shipped warm start (which imitates a teacher that forgets carries), RL, "
-        "held-out evaluation, plot and summary, 8-12 minutes on two CPU cores. Any "
+        "held-out evaluation, plot and summary, about 11 minutes on two CPU cores. Any "
         "compare option can be changed.",
         DEMO_DEFAULTS,
     )

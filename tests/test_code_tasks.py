@@ -190,9 +190,10 @@ def test_the_training_reward_is_the_line_recipe_with_the_task_outcome(spec, brea
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("spec", ["react", "python"])
-def test_the_pipeline_at_a_tiny_budget(tmp_path, spec):
-    """compare on a code task: the compile and clean rates are recorded, lead and plotted."""
+@pytest.mark.parametrize(("spec", "greedy"), [("react", True), ("python", False)])
+def test_the_pipeline_at_a_tiny_budget(tmp_path, spec, greedy):
+    """compare on a code task: the compile and clean rates are recorded, lead and plotted; with
+    greedy=False only the sampled ones, and the summary and plot are still made."""
     import json
 
     from botgrpo.harness.compare import compare
@@ -216,14 +217,16 @@ def test_the_pipeline_at_a_tiny_budget(tmp_path, spec):
         warm_start_steps=2,
         warmup_steps=1,
         metric="sampled_compiled",
+        greedy=greedy,
         workers=2,
         progress=False,
     )
     compare(cfg)
     root = tmp_path / "tiny"
     evals = [r for r in load_records(root / "metrics.jsonl") if r["kind"] == "eval"]
-    keys = ("greedy_compiled", "greedy_clean", "sampled_compiled", "sampled_clean")
+    keys = ("greedy_compiled", "greedy_clean") * greedy + ("sampled_compiled", "sampled_clean")
     assert evals and all(all(0.0 <= r[k] <= 1.0 for k in keys) for r in evals)
+    assert greedy == any("greedy_solved" in r for r in evals)
     assert json.loads((root / "summary.json").read_text())["metric"] == "sampled_compiled"
     assert (root / "curves.png").read_bytes()[:4] == b"\x89PNG"
     config = json.loads((root / "config.json").read_text())
@@ -294,5 +297,6 @@ def test_the_demo_takes_each_tasks_budget_and_flags_still_win(task, steps, probl
     cfg, _ = _parse(argv, "botgrpo demo", "", DEMO_DEFAULTS)
     assert (cfg.steps, cfg.eval_problems, cfg.pass_problems) == (steps, problems, problems)
     assert cfg.methods == ("grpo", "bot")
+    assert cfg.greedy == (task == "chain")  # the code demos evaluate sampled completions only
     given, _ = _parse([*argv, "--steps", "17"], "botgrpo demo", "", DEMO_DEFAULTS)
     assert given.steps == 17 and given.eval_problems == problems

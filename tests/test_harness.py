@@ -317,3 +317,41 @@ def test_only_ppo_runs_depend_on_the_critic_rate():
     assert _trainer_config(spec("ppo", None), Path(out)).critic_learning_rate is None
     with pytest.raises(ValueError, match="critic_learning_rate must be a finite number > 0"):
         CompareConfig(critic_learning_rate=0.0)
+
+
+def test_greedy_false_skips_the_greedy_evaluation_and_changes_nothing_else():
+    """evaluate(greedy=False): no greedy metrics, the same sampled ones (greedy decoding draws
+    no random numbers); the config refuses a greedy lead metric or nothing to evaluate, and a
+    run with the default records no new setting (runs made before the option still match)."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from botgrpo.harness.evaluate import evaluate, held_out_examples
+    from botgrpo.harness.runner import RunSpec, run_settings
+    from botgrpo.harness.warmstart import shipped_warm_start
+
+    path = shipped_warm_start("chain")
+    model = AutoModelForCausalLM.from_pretrained(path)
+    tok = AutoTokenizer.from_pretrained(path)
+    task = ChainArithmetic()
+    examples = held_out_examples(task, 6)
+    results = []
+    for greedy in (True, False):
+        torch.manual_seed(3)
+        results.append(
+            evaluate(model, tok, task, examples, max_new_tokens=64, n_samples=2, greedy=greedy)
+        )
+    both, sampled_only = (r.record() for r in results)
+    assert "greedy_solved" in both and "greedy_solved" not in sampled_only
+    assert {k: v for k, v in both.items() if not k.startswith("greedy")} == sampled_only
+    with pytest.raises(ValueError, match="nothing to evaluate"):
+        evaluate(model, tok, task, examples, max_new_tokens=8, greedy=False)
+    with pytest.raises(ValueError, match="needs the greedy evaluation"):
+        CompareConfig(greedy=False, metric="greedy_solved")
+    with pytest.raises(ValueError, match="leaves nothing to evaluate"):
+        CompareConfig(greedy=False, pass_samples=0)
+
+    def settings(greedy):
+        return run_settings(RunSpec("bot", 0, 1e-4, "m", "r", CompareConfig(greedy=greedy)))
+
+    assert "greedy" not in settings(True) and settings(False)["greedy"] is False

@@ -1,7 +1,7 @@
 """Held-out evaluation: greedy and sampled solve rates, step accuracies and pass@k.
 
-Four numbers per evaluation (``EVAL_METRICS``), and the task's own rates where its scores carry
-them (the code tasks' compile and clean rates): the share of problems the greedy completion
+Four numbers per evaluation (``EVAL_METRICS``; the greedy pair can be skipped), and the task's
+own rates where its scores carry them (the code tasks' compile and clean rates): the share of problems the greedy completion
 solves, the share of correct steps among the greedy completions' steps, the same two over
 ``n_samples`` completions per problem sampled at the training temperature (sampled solved is the
 unbiased pass@1, the policy's expected outcome, which is what RL raises), and pass@k.
@@ -125,8 +125,10 @@ class EvalResult:
     """Held-out metrics at one training step.
 
     Attributes:
-        greedy_solved: fraction of problems solved by the greedy completion.
-        greedy_step_acc: fraction of greedy steps judged correct (over all written steps).
+        greedy_solved: fraction of problems solved by the greedy completion; None when the
+            greedy completions were not evaluated.
+        greedy_step_acc: fraction of greedy steps judged correct (over all written steps);
+            None when the greedy completions were not evaluated.
         sampled_solved: fraction of sampled completions that solve their problem (pass@1);
             None without samples.
         sampled_step_acc: fraction of the sampled completions' steps judged correct; None
@@ -136,8 +138,8 @@ class EvalResult:
         task_metrics: the task's own rates (``greedy_compiled``, ``sampled_clean``, ...).
     """
 
-    greedy_solved: float
-    greedy_step_acc: float
+    greedy_solved: float | None
+    greedy_step_acc: float | None
     sampled_solved: float | None
     sampled_step_acc: float | None
     pass_at: dict[int, float]
@@ -162,13 +164,20 @@ def evaluate(
     sample_problems: int | None = None,
     ks: tuple[int, ...] = (1, 4),
     temperature: float = 1.0,
+    greedy: bool = True,
 ) -> EvalResult:
-    """Greedy metrics on ``examples`` and, when ``n_samples`` > 0, sampled metrics and unbiased
-    pass@k on the first ``sample_problems`` of them (all by default)."""
-    prompts = [ex.prompt for ex in examples]
-    greedy = generate(model, tokenizer, prompts, max_new_tokens=max_new_tokens)
-    scores = score_all(task, examples, greedy)
-    extra = _task_metrics(scores, "greedy")
+    """Greedy metrics on ``examples`` (unless ``greedy`` is False) and, when ``n_samples`` > 0,
+    sampled metrics and unbiased pass@k on the first ``sample_problems`` of them (all by
+    default)."""
+    if not greedy and n_samples < 1:
+        raise ValueError("nothing to evaluate: greedy=False needs n_samples >= 1")
+    scores = []
+    if greedy:
+        completions = generate(
+            model, tokenizer, [ex.prompt for ex in examples], max_new_tokens=max_new_tokens
+        )
+        scores = score_all(task, examples, completions)
+    extra = _task_metrics(scores, "greedy") if scores else {}
     sampled_solved = sampled_step = None
     pass_at: dict[int, float] = {}
     subset = examples[:sample_problems] if sample_problems is not None else examples
@@ -192,8 +201,8 @@ def evaluate(
         sampled_solved = sum(correct) / (n_samples * len(subset))
         sampled_step = _step_accuracy([s for group in per_problem for s in group])
     return EvalResult(
-        greedy_solved=sum(s.solved for s in scores) / len(scores),
-        greedy_step_acc=_step_accuracy(scores),
+        greedy_solved=sum(s.solved for s in scores) / len(scores) if scores else None,
+        greedy_step_acc=_step_accuracy(scores) if scores else None,
         sampled_solved=sampled_solved,
         sampled_step_acc=sampled_step,
         pass_at=pass_at,

@@ -98,6 +98,8 @@ def run_settings(spec: RunSpec) -> dict:
         options.pop("verdict_noise", None)  # clean verdicts; or a method that reads none
     if options.get("critic_learning_rate") is None or spec.method != "ppo":
         options.pop("critic_learning_rate", None)  # the run's own rate; or a method without one
+    if options.get("greedy", True):
+        options.pop("greedy", None)  # the default: runs recorded before the option match
     options = json.loads(json.dumps(options, default=list))  # tuples -> lists, as stored
     return {
         "method": spec.method,
@@ -212,6 +214,7 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
                 sample_problems=cfg.pass_problems,
                 ks=tuple(k for k in (1, 2, 4, 8) if k <= cfg.pass_samples),
                 temperature=cfg.temperature,
+                greedy=cfg.greedy,
             )
             record = {"kind": "eval", "step": step, **result.record()}
             record["weight_drift"] = self._drift(model)

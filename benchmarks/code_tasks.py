@@ -39,6 +39,7 @@ METRIC = "sampled_compiled"
 PAPER_LEVEL = 0.8
 #: The rates reported beside the compile rate (finals).
 FINALS = ("sampled_compiled", "sampled_clean", "sampled_solved")
+FINAL_HEADS = ("final compiled", "final clean", "final solved")
 
 
 def _config(args: argparse.Namespace, name: str, methods, **kw):
@@ -207,6 +208,11 @@ def _mean_steps(steps: list, budget: int) -> str:
     return f"{mean:.1f}" + (f" ({never} never)" if never else "")
 
 
+def _head(cells: list[str]) -> list[str]:
+    """A markdown table's header and rule."""
+    return ["| " + " | ".join(cells) + " |", "|" + "---|" * len(cells)]
+
+
 def render(result: dict) -> str:
     """The report as markdown: one row per arm, then one per paired comparison."""
     levels, budget = result["levels"], result["budget"]
@@ -215,10 +221,7 @@ def render(result: dict) -> str:
         + ", ".join(f"{tag} = {level:.3f}" for tag, level in levels.items())
         + f"; budget {budget} steps (a run that never holds a level counts at the budget).",
         "",
-        "| arm | lr | "
-        + " | ".join(f"steps to {t}" for t in levels)
-        + " | final compiled | final clean | final solved |",
-        "|---|---|" + "---|" * (len(levels) + 3),
+        *_head(["arm", "lr", *(f"steps to {t}" for t in levels), *FINAL_HEADS]),
     ]
     for r in result["rows"]:
         f = r["finals"]
@@ -228,13 +231,8 @@ def render(result: dict) -> str:
             + f" | {f['sampled_compiled']:.3f} | {f['sampled_clean']:.3f} | "
             f"{f['sampled_solved']:.3f} |"
         )
-    lines += [
-        "",
-        "| arm vs baseline | seeds | "
-        + " | ".join(f"speedup to {t} (95% CI)" for t in levels)
-        + " | AUC diff arm - baseline (95% CI) |",
-        "|---|---|" + "---|" * (len(levels) + 1),
-    ]
+    speeds = [f"speedup to {t} (95% CI)" for t in levels]
+    lines += ["", *_head(["arm vs baseline", "seeds", *speeds, "AUC diff arm - baseline (95% CI)"])]
     for c in result["pairs"]:
         cells = []
         for t in levels:

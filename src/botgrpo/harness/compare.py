@@ -48,6 +48,23 @@ def _phases(todo: list[RunSpec], progress: dict[str, tuple[int, str]]) -> str:
     return ", ".join(running) or "starting"
 
 
+def die_with_parent(parent_pid: int) -> None:
+    """Pool-worker initializer: end this worker when the comparison's process dies (a ``kill``
+    of the command, not only Ctrl-C, which reaches the whole process group), so that no orphan
+    goes on writing into run folders a resumed comparison writes too. Linux's
+    ``PR_SET_PDEATHSIG``; elsewhere a no-op."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+
 def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> None:
     """Run every unfinished spec, ``workers`` at a time, with one progress bar over all steps
     (labelled with what each running run is doing, and an ETA), or with a progress line every
@@ -62,7 +79,13 @@ def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> No
     os.environ["OMP_NUM_THREADS"] = "1"
     ctx = multiprocessing.get_context("spawn")
     # a fresh process per run: its peak memory is its own, not left over from an earlier run
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, max_tasks_per_child=1) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=ctx,
+        max_tasks_per_child=1,
+        initializer=die_with_parent,
+        initargs=(os.getpid(),),
+    ) as pool:
         pending = {pool.submit(execute_run, s): s for s in todo}
         while pending:
             done, _ = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)

@@ -293,9 +293,12 @@ def test_a_converged_warm_start_stops_when_its_held_out_loss_is_flat(tmp_path):
     )  # fmt: skip
     run = train_warm_start(task, cfg, tmp_path / "w", progress=False)
     assert run.steps < 400  # stopped before the cap ...
-    losses = [loss for _, loss in run.held_out_losses]
+    losses = [c.loss for c in run.checks]
     assert len(losses) >= 3 and losses[-1] < losses[0]  # ... after learning
-    assert [s for s, _ in run.held_out_losses] == list(range(10, 10 * len(losses) + 1, 10))
+    steps = [c.step for c in run.checks]
+    assert steps[:-1] == list(range(10, 10 * len(steps) - 9, 10))  # a check every 10 steps
+    assert steps[-1] == run.steps  # and one at the end of the anneal
+    assert all(0 < c.token_acc < 1 for c in run.checks)
     # the stopping rule is part of the cache key only when it is used
     plain = WarmStartConfig(steps=400, model=SMALL)
     assert "stop" not in plain._key_fields() and "stop" in cfg._key_fields()

@@ -170,7 +170,8 @@ def warm_start_main(argv: Sequence[str]) -> int:
         "default task.",
     )
     keep = ("task", "out_dir", "warm_start_steps", "warm_start_lr", "warm_start_schedule_steps")
-    keep += ("warm_start_stop",)
+    keep += ("warm_start_stop", "warm_start_anneal", "warm_start_watch_accuracy")
+    keep += ("warm_start_packed", "warm_start_batch_size", "warm_start_patience")
     keep += ("eval_problems", "pass_samples", "pass_problems", "max_completion_length")
     add_dataclass_arguments(parser, CompareConfig, None, only=keep)
     parser.add_argument("--retrain", action="store_true", help="train even if shipped or cached")

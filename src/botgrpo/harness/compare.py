@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from botgrpo.harness.config import CompareConfig, resolve_task_defaults
+from botgrpo.harness.config import CompareConfig, resolve_task_defaults, task_value
 from botgrpo.harness.evaluate import held_out_prompts
 from botgrpo.harness.progress import QuietProgress
 from botgrpo.harness.runner import RunSpec, execute_run, is_done, read_progress, run_label
@@ -245,12 +245,16 @@ def warm_start_config(cfg: CompareConfig, task) -> WarmStartConfig:
     """The warm-start options of a comparison on ``task`` (its steps when ``cfg`` leaves them
     open; a task with longer texts than the default model's 256 positions names its
     ``max_positions``)."""
-    steps, stop = cfg.warm_start_steps, cfg.warm_start_stop
     config = WarmStartConfig(
-        steps=steps if steps is not None else int(getattr(task, "warm_start_steps", 3000)),
+        steps=task_value(cfg, task, "warm_start_steps"),
+        batch_size=cfg.warm_start_batch_size,
         lr=cfg.warm_start_lr,
         schedule_steps=cfg.warm_start_schedule_steps,
-        stop=stop if stop is not None else str(getattr(task, "warm_start_stop", "converged")),
+        stop=task_value(cfg, task, "warm_start_stop"),
+        anneal=cfg.warm_start_anneal,
+        patience_fraction=task_value(cfg, task, "warm_start_patience"),
+        watch_accuracy=task_value(cfg, task, "warm_start_watch_accuracy"),
+        packed=task_value(cfg, task, "warm_start_packed"),
     )
     positions = getattr(task, "max_positions", None)
     if positions is not None and positions != config.model.max_positions:

@@ -111,14 +111,36 @@ class CompareConfig:
     demonstrations are more regular and longer)."""
     warm_start_lr: float = 3e-3
     """Warm-start learning rate."""
+    warm_start_batch_size: int = 32
+    """Demonstrations per warm-start step."""
     warm_start_stop: str | None = None
     """When the warm start is done: "steps" (exactly warm_start_steps) or "converged" (when
-    its held-out loss is flat, at most warm_start_steps); None = the task's
-    (``warm_start_stop``: "steps" for chain and columns, whose shipped warm starts train 3000
-    steps; "converged" for the code tasks and for a task of your own)."""
+    its check loss, and with warm_start_watch_accuracy its token accuracy, are flat; at most
+    warm_start_steps); None = the task's (``warm_start_stop``: "steps" for chain and columns,
+    whose shipped warm starts train 3000 steps; "converged" for the code tasks and for a task
+    of your own)."""
     warm_start_schedule_steps: int = 0
     """Length of the warm start's learning-rate schedule (0 = warm_start_steps); above
     warm_start_steps it stops a longer run early, part-way through learning the task."""
+    warm_start_anneal: float = 0.1
+    """Length of a "converged" warm start's final anneal (its rate falls linearly to 10%), as
+    a fraction of the steps run before it."""
+    warm_start_patience: float | None = None
+    """How long a "converged" warm start's check must stay flat before the anneal, as a
+    fraction of the steps run (and at least 3 checks, 150 steps): a plateau shorter than that
+    is a slow phase of learning, not its end; None = the task's (``warm_start_patience``: 0,
+    the 3 checks alone, for the built-in tasks whose warm starts ship or are published; 0.2 for
+    the others, yours included)."""
+    warm_start_watch_accuracy: bool | None = None
+    """Whether a "converged" warm start also waits for its check batch's token accuracy to be
+    flat, not only its loss; None = the task's (``warm_start_watch_accuracy``: off for the
+    built-in tasks whose warm starts ship or are published, on for the others, yours
+    included)."""
+    warm_start_packed: bool | None = None
+    """Pack the warm start's demonstrations into rows, none attending to another (the same
+    loss with less padding: cheaper steps); None = the task's (``warm_start_packed``: off for
+    the built-in tasks whose warm starts ship or are published, trained on padded rows; on for
+    the others, yours included)."""
     init_model: str = ""
     """Start every run from this checkpoint (a local folder or a hub name) instead of the cached
     tiny warm start; the warm_start_* options are then unused. It must not have been trained on
@@ -222,6 +244,7 @@ class CompareConfig:
             "max_completion_length",
             "workers",
             "sweep_seeds",
+            "warm_start_batch_size",
         )
         for name in positive:
             if getattr(self, name) is not None and getattr(self, name) < 1:
@@ -243,6 +266,23 @@ class CompareConfig:
             from botgrpo.tasks.noise import VerdictNoise
 
             self.verdict_noise = VerdictNoise.parse(self.verdict_noise).spec()
+        check_finite_number(
+            "warm_start_anneal", self.warm_start_anneal, low=0.0, low_inclusive=False
+        )
+        if self.warm_start_anneal > 1:
+            raise ValueError(
+                "warm_start_anneal must be at most 1 (a fraction of the steps run before the "
+                f"anneal), got {self.warm_start_anneal}"
+            )
+        if self.warm_start_patience is not None:
+            check_finite_number(
+                "warm_start_patience", self.warm_start_patience, low=0.0, low_inclusive=True
+            )
+            if self.warm_start_patience >= 1:
+                raise ValueError(
+                    "warm_start_patience must be below 1 (a fraction of the steps run), got "
+                    f"{self.warm_start_patience}"
+                )
         if self.warm_start_stop not in (None, "steps", "converged"):
             raise ValueError(
                 f"warm_start_stop must be steps or converged, got {self.warm_start_stop!r}"
@@ -263,15 +303,27 @@ TASK_DEFAULTS = {
     "max_completion_length": ("max_completion_tokens", 192),
     "warm_start_steps": ("warm_start_steps", 3000),
     "warm_start_stop": ("warm_start_stop", "converged"),
+    "warm_start_patience": ("warm_start_patience", 0.2),
+    "warm_start_watch_accuracy": ("warm_start_watch_accuracy", True),
+    "warm_start_packed": ("warm_start_packed", True),
 }
+
+
+def task_value(cfg: CompareConfig, task: object, name: str):
+    """``cfg``'s field ``name``, or the task's value when the field is None (``TASK_DEFAULTS``:
+    the task's attribute, else the fallback)."""
+    value = getattr(cfg, name)
+    if value is not None:
+        return value
+    attribute, fallback = TASK_DEFAULTS[name]
+    return type(fallback)(getattr(task, attribute, fallback))
 
 
 def resolve_task_defaults(cfg: CompareConfig, task: object) -> CompareConfig:
     """Fill, in place, the fields left None with the task's values (``TASK_DEFAULTS``), so
     everything after it (settings, runs, the warm start's key) sees numbers; returns ``cfg``."""
-    for name, (attribute, fallback) in TASK_DEFAULTS.items():
-        if getattr(cfg, name) is None:
-            setattr(cfg, name, type(fallback)(getattr(task, attribute, fallback)))
+    for name in TASK_DEFAULTS:
+        setattr(cfg, name, task_value(cfg, task, name))
     if cfg.warm_start_schedule_steps and cfg.warm_start_stop == "converged":
         raise ValueError(
             "warm_start_schedule_steps needs --warm-start-stop steps (a warm start that stops "

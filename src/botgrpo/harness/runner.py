@@ -79,7 +79,13 @@ _NOT_RUN_SETTINGS = (
     "thresholds",
     "workers",
     "progress",
-    "warm_start_stop",  # part of the warm start's key, so of model_path
+    # part of the warm start's key, so of model_path
+    "warm_start_stop",
+    "warm_start_batch_size",
+    "warm_start_anneal",
+    "warm_start_patience",
+    "warm_start_watch_accuracy",
+    "warm_start_packed",
 )
 
 

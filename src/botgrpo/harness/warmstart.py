@@ -20,13 +20,16 @@ import random
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Iterator
+from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from botgrpo.harness.convergence import Check, ConvergenceRule
+from botgrpo.harness.packing import pack_rows
 from botgrpo.harness.progress import QuietProgress
 from botgrpo.tasks.base import Task, task_fingerprint
 from botgrpo.tasks.noise import clean_task
@@ -39,8 +42,24 @@ WARM_START_VERSION = 2
 #: How a warm start decides it is done (WarmStartConfig.stop).
 STOP_RULES = ("steps", "converged")
 
+#: Options added after warm starts were shipped, with the value those trained with: left out
+#: of the cache key at that value, so the shipped keys stay valid.
+_LEGACY = {"anneal": 0.1, "patience_fraction": 0.0, "watch_accuracy": False, "packed": False}
+
+#: Options of the "converged" rule alone (not in the cache key of a fixed-steps warm start).
+_CONVERGED_ONLY = (
+    "stop",
+    "check_every",
+    "patience",
+    "tolerance",
+    "anneal",
+    "patience_fraction",
+    "watch_accuracy",
+)
+
 #: Held-out demonstrations whose loss the "converged" rule watches.
 CHECK_BATCH = 64
+
 
 #: Warm starts shipped with the package (small tiny-model checkpoints, each with its cache key
 #: in warm_start.json), copied into the cache when a run asks for exactly that key.
@@ -88,6 +107,19 @@ class WarmStartConfig:
     """Checks without a relative improvement of ``tolerance`` that count as converged."""
     tolerance: float = 0.01
     """Relative improvement of the held-out loss that still counts as learning."""
+    anneal: float = 0.1
+    """Length of the "converged" rule's final anneal (the rate falls linearly to 10% of
+    ``lr``), as a fraction of the steps run before it (at least ``check_every`` steps)."""
+    patience_fraction: float = 0.0
+    """The "converged" rule also waits until the flat checks span at least this fraction of
+    the steps run so far (0: ``patience`` checks are enough)."""
+    watch_accuracy: bool = False
+    """Whether the "converged" rule also waits for the check batch's token accuracy to be
+    flat (:mod:`botgrpo.harness.convergence`), not only its loss."""
+    packed: bool = False
+    """Pack each batch's demonstrations into rows of the model's positions, none attending to
+    another (:mod:`botgrpo.harness.packing`): the same demonstrations and loss as padded rows
+    up to round-off, with a third fewer positions on chain, so each step is cheaper."""
 
     def __post_init__(self) -> None:
         if self.steps < 0 or self.batch_size < 1:
@@ -107,6 +139,12 @@ class WarmStartConfig:
             )
         if not self.lr > 0:
             raise ValueError(f"WarmStartConfig.lr must be > 0, got {self.lr}")
+        if not 0 < self.anneal <= 1:
+            raise ValueError(f"WarmStartConfig.anneal must be in (0, 1], got {self.anneal}")
+        if not 0 <= self.patience_fraction < 1:
+            raise ValueError(
+                f"WarmStartConfig.patience_fraction must be in [0, 1), got {self.patience_fraction}"
+            )
 
     def _key_fields(self) -> dict:
         """The config as hashed: schedule_steps only when it changes training (0 and ``steps``
@@ -116,8 +154,11 @@ class WarmStartConfig:
         if fields.pop("schedule_steps") not in (0, self.steps):
             fields["schedule_steps"] = self.schedule_steps
         if self.stop == "steps":
-            for name in ("stop", "check_every", "patience", "tolerance"):
+            for name in _CONVERGED_ONLY:
                 fields.pop(name)
+        for name, legacy in _LEGACY.items():
+            if fields.get(name, legacy) == legacy:
+                fields.pop(name, None)
         return fields
 
     def cache_key(self, task: Task, exclude: frozenset[str] = frozenset()) -> str:
@@ -144,24 +185,48 @@ def sample_outside(task: Task, rng: random.Random, exclude: frozenset[str]):
     )
 
 
+def _encode(task: Task, tokenizer, rng: random.Random, exclude: frozenset[str]):
+    """One demonstration as (prompt + completion + EOS ids, labels only on the completion)."""
+    ex = sample_outside(task, rng, exclude)
+    p_ids = tokenizer(ex.prompt, add_special_tokens=False).input_ids
+    c_ids = tokenizer(demonstrate(task, ex, rng), add_special_tokens=False).input_ids
+    c_ids = [*c_ids, tokenizer.eos_token_id]
+    return p_ids + c_ids, [-100] * len(p_ids) + c_ids
+
+
+def _pad(rows: list[tuple[list[int], list[int]]], pad: int) -> dict[str, torch.Tensor]:
+    """Right-padded ids, labels and attention mask of (ids, labels) rows."""
+    width = max(len(ids) for ids, _ in rows)
+    return {
+        "input_ids": torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in rows]),
+        "labels": torch.tensor([lab + [-100] * (width - len(lab)) for _, lab in rows]),
+        "attention_mask": torch.tensor(
+            [[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in rows]
+        ),
+    }
+
+
 def _batch(
     task: Task, tokenizer, rng: random.Random, size: int, exclude: frozenset[str] = frozenset()
 ) -> dict[str, torch.Tensor]:
-    """Right-padded prompt + demonstration + EOS; labels only on the completion."""
-    rows, labels = [], []
-    for _ in range(size):
-        ex = sample_outside(task, rng, exclude)
-        p_ids = tokenizer(ex.prompt, add_special_tokens=False).input_ids
-        c_ids = tokenizer(demonstrate(task, ex, rng), add_special_tokens=False).input_ids
-        c_ids = [*c_ids, tokenizer.eos_token_id]
-        rows.append(p_ids + c_ids)
-        labels.append([-100] * len(p_ids) + c_ids)
-    width = max(map(len, rows))
-    pad = tokenizer.pad_token_id
-    ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
-    lab = torch.tensor([lb + [-100] * (width - len(lb)) for lb in labels])
-    attn = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
-    return {"input_ids": ids, "attention_mask": attn, "labels": lab}
+    """``size`` random demonstrations, right-padded, labels only on the completion."""
+    rows = [_encode(task, tokenizer, rng, exclude) for _ in range(size)]
+    return _pad(rows, tokenizer.pad_token_id)
+
+
+def _batches(
+    task: Task, tokenizer, rng: random.Random, config: WarmStartConfig, exclude: frozenset[str]
+) -> Iterator[dict[str, torch.Tensor]]:
+    """Training batches without end, each of ``config.batch_size`` random demonstrations:
+    right-padded rows, or (``config.packed``) rows packed up to the model's positions
+    (:func:`~botgrpo.harness.packing.pack_rows`; the same demonstrations and loss)."""
+    while True:
+        if not config.packed:
+            yield _batch(task, tokenizer, rng, config.batch_size, exclude)
+            continue
+        rows = [_encode(task, tokenizer, rng, exclude) for _ in range(config.batch_size)]
+        packed = pack_rows(rows, config.model.max_positions, tokenizer.pad_token_id)
+        yield {**packed, "use_cache": False}
 
 
 def _lr_at(step: int, total: int, peak: float) -> float:
@@ -180,52 +245,8 @@ class WarmStartRun:
     """Mean training loss of the last 50 steps."""
     steps: int
     """Optimizer steps run (fewer than ``steps`` when it stopped on convergence)."""
-    held_out_losses: tuple[tuple[int, float], ...] = ()
-    """(step, loss on the held-out check batch) at each check (stop="converged")."""
-
-
-class _Convergence:
-    """The "converged" rule: a constant rate after warm-up, a check every ``check_every`` steps,
-    then a linear anneal once the held-out loss is flat (or over the last tenth of the steps,
-    when the cap comes first)."""
-
-    def __init__(self, config: WarmStartConfig, check_batch: dict) -> None:
-        self.config, self.batch = config, check_batch
-        self.best, self.flat, self.anneal_from, self.anneal_steps = math.inf, 0, None, 0
-        self.losses: list[tuple[int, float]] = []
-
-    def lr(self, step: int) -> float:
-        peak, warm = self.config.lr, max(1, min(100, self.config.steps // 20))
-        if step < warm:
-            return peak * (step + 1) / warm
-        last_tenth = self.config.steps - max(1, self.config.steps // 10)
-        if self.anneal_from is None and step >= last_tenth:  # the cap comes first: anneal anyway
-            self.anneal_from, self.anneal_steps = last_tenth, self.config.steps - last_tenth
-        if self.anneal_from is None:
-            return peak
-        done = (step - self.anneal_from) / max(1, self.anneal_steps)
-        return peak * (1.0 - 0.9 * min(1.0, done))
-
-    @torch.no_grad()
-    def after(self, model, step: int) -> bool:
-        """Record a check after ``step`` (0-based) when one is due; True when training is done."""
-        cfg = self.config
-        if self.anneal_from is not None:
-            return step + 1 >= self.anneal_from + self.anneal_steps
-        if (step + 1) % cfg.check_every:
-            return False
-        model.eval()
-        loss = float(model(**self.batch).loss)
-        model.train()
-        self.losses.append((step + 1, loss))
-        if loss < self.best * (1 - cfg.tolerance):
-            self.best, self.flat = loss, 0
-        else:
-            self.flat += 1
-        if self.flat >= cfg.patience:
-            self.anneal_from = step + 1
-            self.anneal_steps = max(cfg.check_every, (step + 1) // 10)
-        return False
+    checks: tuple[Check, ...] = ()
+    """Each check of the held-out check batch (stop="converged"): step, loss, token accuracy."""
 
 
 def train_warm_start(
@@ -246,8 +267,9 @@ def train_warm_start(
     rule = None
     if config.stop == "converged":
         check_rng = random.Random(f"warm-start-check-{config.seed}")
-        rule = _Convergence(config, _batch(task, tokenizer, check_rng, CHECK_BATCH, exclude))
+        rule = ConvergenceRule(config, _batch(task, tokenizer, check_rng, CHECK_BATCH, exclude))
     model.train()
+    batches = _batches(task, tokenizer, rng, config, exclude)
     bar = tqdm(range(config.steps), desc="warm start (training)", disable=not progress)
     recent: list[float] = []
     ticker = QuietProgress("warm start", config.steps, enabled=not progress)
@@ -259,7 +281,7 @@ def train_warm_start(
                 group["lr"] = _lr_at(step, config.schedule_steps or config.steps, config.lr)
             else:
                 group["lr"] = rule.lr(step)
-        loss = model(**_batch(task, tokenizer, rng, config.batch_size, exclude)).loss
+        loss = model(**next(batches)).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -272,13 +294,18 @@ def train_warm_start(
     bar.close()
     model.save_pretrained(out_dir)
     final = sum(recent) / len(recent) if recent else float("nan")
-    return WarmStartRun(final, steps, tuple(rule.losses) if rule is not None else ())
+    return WarmStartRun(final, steps, tuple(rule.checks) if rule is not None else ())
 
 
 def _length(config: WarmStartConfig) -> str:
-    if config.stop == "converged":
-        return f"until its held-out loss is flat, at most {config.steps} steps"
-    return f"{config.steps} steps"
+    """How long the warm start of ``config`` trains, in words, with chain's time as a guide."""
+    if config.stop == "steps":
+        return f"{config.steps} steps; chain's 3000 take about 45 min on 2 cores"
+    watched = "loss and token accuracy are" if config.watch_accuracy else "loss is"
+    return (
+        f"until its check {watched} flat, at most {config.steps} steps; chain's took 990-1320 "
+        "steps, 10-12 min on 2 cores"
+    )
 
 
 def shipped_warm_start(name: str) -> Path:
@@ -318,6 +345,11 @@ def warm_start_path(
     return Path(cache_dir) / f"warm-{config.cache_key(task, exclude)}"
 
 
+#: Every WarmStartConfig field with a plain default: the value a warm start made before the
+#: field existed trained with.
+_FIELD_DEFAULTS = {f.name: f.default for f in fields(WarmStartConfig) if f.default is not MISSING}
+
+
 def why_training(task: Task, config: WarmStartConfig, use_packaged: bool) -> str:
     """Why no shipped checkpoint serves (task, config), in words: what differs from the
     closest shipped warm start (the task's settings, training options, the held-out set)."""
@@ -336,7 +368,8 @@ def why_training(task: Task, config: WarmStartConfig, use_packaged: bool) -> str
     ours = asdict(config)
     best = None
     for name, meta in metas:
-        diff = [k for k in ours if meta.get("config", {}).get(k, ours[k]) != ours[k]]
+        theirs = {**_FIELD_DEFAULTS, **meta.get("config", {})}  # older metas lack new fields
+        diff = [f"{k} {theirs[k]!r} -> {ours[k]!r}" for k in ours if theirs.get(k) != ours[k]]
         if meta.get("task") != repr(task):
             diff.insert(0, f"task {task!r} (shipped: {meta.get('task')})")
         if best is None or len(diff) < len(best[1]):
@@ -379,8 +412,8 @@ def warm_start(
         shutil.copytree(shipped, tmp)
     else:
         print(
-            f"warm start: training one for task {task.name!r} ({_length(config)}; the chain "
-            f"task's takes about 45 min on 2 cores; cached in {final} for later runs), because "
+            f"warm start: training one for task {task.name!r} ({_length(config)}; cached in "
+            f"{final} for later runs), because "
             f"{why_training(task, config, use_packaged)}",
             file=sys.stderr,
             flush=True,
@@ -395,8 +428,9 @@ def warm_start(
             "steps_run": run.steps,
             "seconds": round(time.perf_counter() - start, 1),
         }
-        if run.held_out_losses:
-            meta["held_out_losses"] = [list(point) for point in run.held_out_losses]
+        if run.checks:
+            meta["held_out_losses"] = [[c.step, c.loss] for c in run.checks]
+            meta["held_out_token_acc"] = [[c.step, c.token_acc] for c in run.checks]
         (tmp / "warm_start.json").write_text(json.dumps(meta, indent=2))
     shutil.rmtree(final, ignore_errors=True)
     tmp.rename(final)

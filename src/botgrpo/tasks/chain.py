@@ -64,8 +64,13 @@ class ChainArithmetic:
     name: str = "chain"
 
     SLIPS = ("carry", "borrow")
-    #: The shipped warm start trains exactly 3000 steps (WarmStartConfig.stop).
+    #: The shipped warm start trains exactly 3000 steps (WarmStartConfig.stop) on padded
+    #: batches; published results with --warm-start-stop converged used the first rule (a
+    #: short anneal once the check loss alone is flat). Other values train a new warm start.
     warm_start_stop = "steps"
+    warm_start_patience = 0.0
+    warm_start_watch_accuracy = False
+    warm_start_packed = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.min_steps <= self.max_steps:

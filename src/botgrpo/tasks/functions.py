@@ -191,6 +191,11 @@ class PythonFunctions:
     max_positions = 320
     warm_start_steps = 1500
     warm_start_stop = "converged"
+    #: The shipped warm start's recipe: a short anneal once the check loss alone is flat, on
+    #: padded batches (other values train a new warm start).
+    warm_start_patience = 0.0
+    warm_start_watch_accuracy = False
+    warm_start_packed = False
     #: What `botgrpo compare` and `botgrpo demo` run on this task (``botgrpo.tasks.code``).
     compare_defaults: ClassVar[dict[str, object]] = COMPARE_DEFAULTS
     demo_defaults: ClassVar[dict[str, object]] = DEMO_DEFAULTS

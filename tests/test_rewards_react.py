@@ -364,6 +364,23 @@ def test_worker_restarts_after_a_deadline_and_after_dying():
         assert worker.startup_s is not None
 
 
+def test_a_worker_that_breaks_after_serving_is_replaced_not_blamed_on_the_next_item():
+    # A check can outlive its reply (a memory bomb dying after its verdict): the next item
+    # finds the process still running but gone by the time it reads, and must get its own
+    # verdict from a fresh process. Breaking the pipe makes that moment deterministic.
+    with NodeWorker() as worker:
+        assert worker.request({"op": "ping"}, timeout_s=30)["ok"]
+        worker._proc.stdin.close()
+        reply = worker.request({"op": "check", "code": read("valid.jsx")}, timeout_s=60)
+        assert reply["ok"] and worker.starts == 2
+    with NodeWorker() as fresh:  # a process that breaks on its first item: the item's fault
+        fresh.start()
+        fresh._proc.stdin.close()
+        with pytest.raises(WorkerError, match="the worker died"):
+            fresh.request({"op": "ping"}, timeout_s=30)
+        assert fresh.starts == 1
+
+
 # ---------------------------------------------------------------------------------------------
 # The screenshot judge over a real OpenAI-compatible endpoint on loopback
 

@@ -6,8 +6,8 @@ loss and, with ``watch_accuracy``, their token accuracy (the share of completion
 model's argmax predicts). Once neither has improved by ``tolerance`` (relative; the accuracy
 through its error rate) for ``patience`` checks, and for at least ``patience_fraction`` of the
 steps run (a plateau that short, in a run that long, is a slow phase, not the end), the rate
-anneals linearly to 10% over ``anneal`` times the steps run, and training stops. Checks go on during the anneal; they are
-recorded, not acted on.
+anneals linearly to 10% over ``anneal`` times the steps run, and training stops. Checks go on
+during the anneal; they are recorded, not acted on.
 """
 
 from __future__ import annotations

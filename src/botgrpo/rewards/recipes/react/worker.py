@@ -53,6 +53,10 @@ class WorkerStartError(RuntimeError):
     """The worker could not be started in any isolation mode (a set-up problem, not an item's)."""
 
 
+class _Died(WorkerError):
+    """The worker's process ended (or broke its protocol) during a request."""
+
+
 def require_node_project() -> tuple[str, Path]:
     """The node executable and the worker script; a clear error when either is missing."""
     node = shutil.which("node")
@@ -191,9 +195,25 @@ class NodeWorker:
     def request(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send one request; its reply (a dict with "ok"). Raises :class:`WorkerError` when the
         worker dies or overruns ``timeout_s`` (it is then stopped and restarts on next use),
-        :class:`WorkerStartError` when it cannot be started at all."""
+        :class:`WorkerStartError` when it cannot be started at all.
+
+        A process that had served earlier requests may die of one of them (a memory bomb that
+        outlives its reply): when it dies on this request, the request is sent once more to a
+        fresh process, and only a death there is this request's own (so the wait can reach
+        twice ``timeout_s``). A fresh process that dies is not retried."""
         if self._served >= self.max_requests:
             self.stop()
+        self.start()
+        inherited = self._served > 0
+        try:
+            return self._send(payload, timeout_s)
+        except _Died:
+            if not inherited:
+                raise
+            return self._send(payload, timeout_s)
+
+    def _send(self, payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """One try of :meth:`request` on the current (started) process."""
         self.start()
         assert self._proc is not None and self._lines is not None
         rid = secrets.token_hex(8)
@@ -212,9 +232,7 @@ class NodeWorker:
                     return reply
         except (EOFError, BrokenPipeError, OSError, ValueError) as exc:
             self.stop()
-            raise WorkerError(
-                f"the worker died ({type(exc).__name__}); it will be restarted"
-            ) from exc
+            raise _Died(f"the worker died ({type(exc).__name__}); it will be restarted") from exc
         except WorkerError:
             self.stop()
             raise

@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
     root.mkdir(parents=True, exist_ok=True)
     rows = []
     for task in args.points:
-        cfg = dataclasses.replace(base, task=task, name=f"{base.name}/{_slug(task)}")
+        # each point a comparison of its own inside the sweep's folder (its warm starts cached
+        # beside them, in root/.cache)
+        cfg = dataclasses.replace(base, task=task, out_dir=str(root), name=_slug(task))
         summary_json = Path(cfg.out_dir) / cfg.name / "summary.json"
         if args.rerun or not summary_json.exists():
             compare(cfg)

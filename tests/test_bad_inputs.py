@@ -273,7 +273,7 @@ def packaged_copy(tmp_path, monkeypatch):
     (copy / "notes").mkdir()
     (copy / "notes" / "keep.txt").write_text("mine\n")
     monkeypatch.setattr(harness_cli, "PACKAGED_DIR", copy, raising=False)
-    monkeypatch.setattr("botgrpo.harness.warmstart.PACKAGED_DIR", copy)
+    monkeypatch.setattr("botgrpo.shipped.PACKAGED_DIR", copy)
     return copy
 
 

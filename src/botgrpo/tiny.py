@@ -37,9 +37,7 @@ from transformers import (
 PAD, BOS, EOS, UNK = "<pad>", "<bos>", "<eos>", "<unk>"
 SPECIAL_TOKENS = (PAD, BOS, EOS, UNK)
 #: Every character the tokenizer knows; anything else encodes as ``<unk>``.
-CHARACTERS = string.printable[
-    :-2
-]  # digits, letters, punctuation, space, \t, \n (no \r, \x0b, \x0c)
+CHARACTERS = string.printable[:-2]  # digits, letters, punctuation, space, \t, \n, \r
 
 _CHAT_TEMPLATE = (
     "{% for message in messages %}{{ message['role'] }}: {{ message['content'] }}\n{% endfor %}"
@@ -163,3 +161,10 @@ def build_tiny_model(
 def count_parameters(model: torch.nn.Module) -> int:
     """Number of distinct parameters (tied weights counted once)."""
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+def missing_characters(texts) -> list[str]:
+    """The characters of ``texts`` that the tiny tokenizer (:data:`CHARACTERS`) cannot write,
+    sorted: each would become ``<unk>`` and vanish from the decoded text."""
+    known = set(CHARACTERS)
+    return sorted({ch for text in texts for ch in text} - known)

@@ -22,16 +22,28 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from botgrpo.folders import FolderBusy, FolderOwned
+from botgrpo.rewards.configs import FALSE_WORDS, TRUE_WORDS  # re-exported: parse_bool's words
+
 
 class UsageError(Exception):
     """A mistake in the user's input; its message says what is wrong and how to fix it."""
 
 
 def run_reporting_usage_errors(command: str, run: Callable[[], int]) -> int:
-    """``run()``, or 2 after printing ``botgrpo <command>: error: ...`` for a :class:`UsageError`."""
+    """``run()``, or 2 after printing ``botgrpo <command>: error: ...`` for a :class:`UsageError`
+    (and a folder another command owns or holds: :mod:`botgrpo.folders`); 130 after one line
+    for Ctrl-C."""
     try:
         return run()
-    except UsageError as err:
+    except KeyboardInterrupt:
+        print(
+            f"botgrpo {command}: interrupted; what finished is kept (nothing is left "
+            "half-written): run the same command again to resume",
+            file=sys.stderr,
+        )
+        return 130
+    except (UsageError, FolderOwned, FolderBusy) as err:
         if os.environ.get("BOTGRPO_TRACEBACK"):
             raise
         message = " ".join(str(err).split())  # one line, whatever the message held
@@ -40,11 +52,12 @@ def run_reporting_usage_errors(command: str, run: Callable[[], int]) -> int:
 
 
 def check_task_spec(spec: str) -> Any:
-    """The task of ``spec`` (see :func:`botgrpo.tasks.load_task`), loaded and asked for one
-    problem, so a bad spec, a missing or malformed file, an unknown dataset or a missing
-    package fails now; raises :class:`UsageError` naming the spec."""
-    from botgrpo.tasks import load_task
-    from botgrpo.tasks.base import Example
+    """The task of ``spec`` (see :func:`botgrpo.tasks.load_task`), loaded and checked in full
+    (:func:`botgrpo.tasks.base.validate_task`: a user's task's demonstration and score too), so
+    a bad spec, a missing or malformed file, an unknown dataset, a missing package or a task
+    that breaks the protocol fails now; raises :class:`UsageError` naming the spec."""
+    from botgrpo.tasks import BUILTIN_TASKS, load_task
+    from botgrpo.tasks.base import Example, validate_task
 
     try:
         task = load_task(spec)
@@ -67,6 +80,16 @@ def check_task_spec(spec: str) -> Any:
             f"task {spec!r}: its sample() returned a {type(example).__name__}, not an Example "
             "(botgrpo.tasks.base.Example)"
         )
+    builtin = str(spec).partition(":")[0] in BUILTIN_TASKS  # checked by botgrpo's own tests
+    try:
+        validate_task(task, score=not builtin)
+    except ValueError as err:
+        raise UsageError(f"task {spec!r}: {err} (docs/tasks.md has the protocol)") from err
+    except Exception as err:  # a user's task failing in its own code
+        raise UsageError(
+            f"task {spec!r}: checking it raised {type(err).__name__}: {err} (set "
+            "BOTGRPO_TRACEBACK=1 for the traceback)"
+        ) from err
     return task
 
 
@@ -119,11 +142,6 @@ def check_yaml_mapping(path: str, what: str = "config file") -> dict:
             f"{what} {path} must hold a YAML mapping of option: value, got a {type(data).__name__}"
         )
     return data
-
-
-#: The spellings a boolean option accepts (case-insensitive).
-TRUE_WORDS = ("true", "yes", "1", "on")
-FALSE_WORDS = ("false", "no", "0", "off")
 
 
 def parse_bool(text: str) -> bool:

@@ -9,12 +9,15 @@ Rows with no unmasked token are excluded from seq-mean-token-mean's mean; L_max 
 with no kept token (B = 0, T = 0 or an all-zero mask) gives 0 in every mode, still attached to
 the graph. Masked losses are selected away, so NaN or inf there reaches neither the loss nor
 the gradient; the mask must be bool or 0/1 and a NaN or inf at a kept position raises.
+float16 and bfloat16 losses are summed in float32 (the loss returned is float32): a sum of
+~65k fp16 terms overflows fp16's range. A result that still overflows raises, never a NaN.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+import torch
 from torch import Tensor
 
 from botgrpo.core.checks import as_tensor, check_mask, kept_values
@@ -66,6 +69,15 @@ def aggregate_loss(
     if max_len is not None and bad_len:
         raise ValueError(f"max_len must be a positive int, got {max_len!r}")
     kept_BT = kept_values(loss_BT, mask_BT, "loss_BT")
+    if kept_BT.dtype in (torch.float16, torch.bfloat16):
+        kept_BT = kept_BT.float()  # sums of ~65k fp16 terms overflow; gradients flow back as given
     if loss_BT.numel() == 0:
         return kept_BT.sum()  # 0, attached to the graph
-    return fn(kept_BT, mask_BT.to(loss_BT.dtype), max_len)
+    loss = fn(kept_BT, mask_BT.to(kept_BT.dtype), max_len)
+    if not bool(torch.isfinite(loss.detach())):
+        raise ValueError(
+            f"the {mode} loss overflowed to {float(loss)} from finite per-token losses of dtype "
+            f"{loss_BT.dtype} (largest |loss| {float(kept_BT.detach().abs().max()):.3g}); "
+            "lower the learning rate or clip the ratio"
+        )
+    return loss

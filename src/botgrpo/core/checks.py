@@ -195,3 +195,53 @@ def kept_values(values_BT: Tensor, mask_BT: Tensor, name: str) -> Tensor:
     if not bool(torch.isfinite(kept.detach()).all()):
         check_finite(values_BT.detach(), mask_BT, name)
     return kept
+
+
+_BASIC = (bool, int, float, str)
+
+
+def _basic_types(hint: object) -> tuple[type, ...] | None:
+    """The basic types a hint admits (``bool``, ``int``, ``float``, ``str``, optionally None),
+    or None when the hint is anything else (left to the option's own check)."""
+    import types
+    import typing
+
+    if hint in _BASIC:
+        return (hint,)  # type: ignore[return-value]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        members = typing.get_args(hint)
+        if all(m in _BASIC or m is type(None) for m in members):
+            return members
+    return None
+
+
+def _admits(value: object, allowed: tuple[type, ...]) -> bool:
+    if value is None:
+        return type(None) in allowed
+    if isinstance(value, bool):
+        return bool in allowed  # a bool is an int to Python, never a number here
+    if isinstance(value, int):
+        return int in allowed or float in allowed
+    if isinstance(value, float):
+        return float in allowed
+    return isinstance(value, str) and str in allowed
+
+
+def check_option_types(what: str, fn: object, options: dict) -> None:
+    """Raise unless each of ``options`` has the basic type ``fn`` annotates it with: a boolean
+    option takes True or False (never the string "false", which Python reads as true), a number
+    takes an int or float (never a bool or a string), a string takes a string. Options with
+    other annotations (tensors, callables) are left to their own checks."""
+    import typing
+
+    try:
+        hints = typing.get_type_hints(fn)
+    except (NameError, TypeError):
+        return
+    for name, value in options.items():
+        allowed = _basic_types(hints.get(name))
+        if allowed is not None and not _admits(value, allowed):
+            names = " or ".join("None" if t is type(None) else t.__name__ for t in allowed)
+            raise ValueError(
+                f"{what} option {name} must be {names}, got {value!r} (a {type(value).__name__})"
+            )

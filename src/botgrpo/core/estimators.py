@@ -35,6 +35,7 @@ from torch import Tensor
 
 from botgrpo.core.checks import (
     check_nonnegative,
+    check_option_types,
     check_token_inputs,
     check_token_inputs_as_given,
 )
@@ -86,6 +87,7 @@ def register_advantage_estimator(
                     f"it accepts: {', '.join(accepted + _SHARED)}"
                 )
             check_nonnegative("eps", eps)
+            check_option_types(f"advantage estimator {name!r}", fn, options)
             if as_given:
                 rewards, mask, group = check_token_inputs_as_given(rewards_BT, mask_BT, group_B)
                 return fn(rewards, mask, group, eps=eps, gather=gather, **options)

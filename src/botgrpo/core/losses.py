@@ -148,8 +148,9 @@ def _check_loss_inputs(logp: Tensor, old: Tensor, adv: Tensor, mask: Tensor) -> 
 
 
 def _masked_mean(x: Tensor, mask: Tensor) -> float:
+    x = x.float()  # in float32: fp16 sums of ~65k tokens overflow
     kept = torch.where(mask != 0, x, torch.zeros((), dtype=x.dtype, device=x.device))
-    return float(kept.sum() / mask.sum().clamp_min(1))
+    return float(kept.sum() / mask.float().sum().clamp_min(1))
 
 
 @torch.no_grad()

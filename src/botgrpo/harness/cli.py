@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
+from botgrpo.folders import check_outside_owned
 from botgrpo.harness.config import (
     CompareConfig,
     add_dataclass_arguments,
@@ -22,7 +23,7 @@ from botgrpo.usage import (
 )
 
 #: The demo: the default task from its shipped warm start, grpo vs bot, evaluated often enough
-#: to see the first 20-30 steps where the learning happens, in about 11 minutes on two cores.
+#: to see the first 20-30 steps where the learning happens, in 5-12 minutes on two cores.
 DEMO_DEFAULTS = {
     "name": "demo",
     "methods": ("grpo", "bot"),
@@ -102,10 +103,10 @@ def demo_main(argv: Sequence[str]) -> int:
     cfg, task = _parse(
         argv,
         "botgrpo demo",
-        "GRPO vs BoT-GRPO on the built-in chain-arithmetic task with a tiny offline "
-        "model: the shipped warm start (which imitates a teacher that forgets carries), RL, "
-        "held-out evaluation, plot and summary, about 11 minutes on two CPU cores. Any "
-        "compare option can be changed.",
+        "GRPO vs BoT-GRPO on a built-in task (chain arithmetic by default; --task react or "
+        "python) with a tiny offline model: the task's shipped warm start (which imitates a "
+        "flawed teacher: on chain, one that forgets carries), RL, held-out evaluation, plot and "
+        "summary, 5-12 minutes on two CPU cores. Any compare option can be changed.",
         DEMO_DEFAULTS,
     )
     print(
@@ -157,10 +158,13 @@ def warm_start_main(argv: Sequence[str]) -> int:
     """``botgrpo warm-start``: train (or rebuild) the warm start of a comparison and report its
     held-out metrics; ``--package`` writes it where the package ships its warm starts."""
     import json
+    import os
     import shutil
 
+    from botgrpo.folders import atomic_write_text
     from botgrpo.harness.compare import starting_checkpoint
-    from botgrpo.harness.warmstart import PACKAGED_DIR
+    from botgrpo.shipped import PACKAGED_DIR
+    from botgrpo.tasks.vocabulary import check_tiny_vocabulary
 
     parser = argparse.ArgumentParser(
         prog="botgrpo warm-start",
@@ -173,7 +177,10 @@ def warm_start_main(argv: Sequence[str]) -> int:
     keep += ("warm_start_stop", "warm_start_anneal", "warm_start_watch_accuracy")
     keep += ("warm_start_packed", "warm_start_batch_size", "warm_start_patience")
     keep += ("eval_problems", "pass_samples", "pass_problems", "max_completion_length")
-    add_dataclass_arguments(parser, CompareConfig, None, only=keep)
+    suggested = _task_defaults(argv, "compare_defaults")  # what a comparison would start from
+    add_dataclass_arguments(
+        parser, CompareConfig, {k: v for k, v in suggested.items() if k in keep}, only=keep
+    )
     parser.add_argument("--retrain", action="store_true", help="train even if shipped or cached")
     parser.add_argument(
         "--package",
@@ -189,11 +196,13 @@ def warm_start_main(argv: Sequence[str]) -> int:
             check_package_name(ns.package)
             _check_package_target(PACKAGED_DIR / ns.package)
         check_writable_folder(cfg.out_dir, "out_dir")
+        check_outside_owned(cfg.out_dir, "out_dir")
     except ValueError as err:
         raise UsageError(str(err)) from err
     task = check_task_spec(cfg.task)
     try:
         resolve_task_defaults(cfg, task)
+        check_tiny_vocabulary(task)
     except ValueError as err:
         raise UsageError(str(err)) from err
     shipped = None
@@ -204,21 +213,25 @@ def warm_start_main(argv: Sequence[str]) -> int:
 
         held = held_out_prompts(task, cfg.eval_problems)
         key = warm_start_config(cfg, task).cache_key(task, held)
-        shutil.rmtree(Path(cfg.out_dir) / ".cache" / f"warm-{key}", ignore_errors=True)
         shipped = packaged_warm_start(key)
-    path = starting_checkpoint(cfg, task, use_packaged=not ns.retrain)
+    path = starting_checkpoint(cfg, task, use_packaged=not ns.retrain, rebuild=ns.retrain)
     if shipped is not None:
         print(f"against the shipped checkpoint {shipped}: {_weights_match(path, shipped)}")
     meta_path = path / "warm_start.json"
     meta = json.loads(meta_path.read_text())
     meta["metrics"] = _evaluate_checkpoint(path, task, cfg)
-    meta_path.write_text(json.dumps(meta, indent=2))
+    atomic_write_text(meta_path, json.dumps(meta, indent=2))
     print(f"warm start: {path}")
     print("held-out metrics: " + ", ".join(f"{k} {v:.3f}" for k, v in meta["metrics"].items()))
     if ns.package is not None:
         target = PACKAGED_DIR / ns.package
-        remove_owned_folder(target, PACKAGED_DIR, "warm_start.json")
-        shutil.copytree(path, target)
+        staged = PACKAGED_DIR / f".{ns.package}.tmp-{os.getpid()}"
+        shutil.copytree(path, staged, ignore=shutil.ignore_patterns(".botgrpo*"))
+        try:
+            remove_owned_folder(target, PACKAGED_DIR, "warm_start.json")
+            staged.rename(target)
+        finally:
+            shutil.rmtree(staged, ignore_errors=True)
         print(f"packaged: {target}")
     return 0
 

@@ -23,11 +23,20 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from botgrpo.folders import (
+    atomic_write_text,
+    check_folder_kind,
+    check_not_busy,
+    check_outside_owned,
+    command_line,
+    own_folder,
+)
 from botgrpo.harness.config import CompareConfig, resolve_task_defaults, task_value
 from botgrpo.harness.evaluate import held_out_prompts
 from botgrpo.harness.progress import QuietProgress
 from botgrpo.harness.runner import RunSpec, execute_run, is_done, read_progress, run_label
 from botgrpo.harness.warmstart import WarmStartConfig, warm_start, warm_start_path
+from botgrpo.tasks.vocabulary import check_tiny_vocabulary
 
 
 def _progress_of(spec: RunSpec) -> tuple[int, str]:
@@ -52,10 +61,12 @@ def die_with_parent(parent_pid: int) -> None:
     """Pool-worker initializer: end this worker when the comparison's process dies (a ``kill``
     of the command, not only Ctrl-C, which reaches the whole process group), so that no orphan
     goes on writing into run folders a resumed comparison writes too. Linux's
-    ``PR_SET_PDEATHSIG``; elsewhere a no-op."""
+    ``PR_SET_PDEATHSIG``; elsewhere a no-op. Ctrl-C is left to the command, which ends its
+    workers (their unfinished runs restart when the comparison is resumed)."""
     import ctypes
     import signal
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C: the command ends its workers
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG = 1
@@ -86,19 +97,33 @@ def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> No
         initializer=die_with_parent,
         initargs=(os.getpid(),),
     ) as pool:
-        pending = {pool.submit(execute_run, s): s for s in todo}
-        while pending:
-            done, _ = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)
-            states = {s.label: _progress_of(s) for s in todo}
-            bar.n = quiet.done = sum(step for step, _ in states.values())
-            for fut in done:
-                spec = pending.pop(fut)
-                fut.result()  # re-raise a failed run's error here
-                quiet.note(f"finished {spec.label}")
-            bar.set_postfix_str(_phases(todo, states), refresh=False)
-            bar.refresh()
-            quiet.update(quiet.done, _phases(todo, states))
-    bar.close()
+        try:
+            pending = {pool.submit(execute_run, s): s for s in todo}
+            while pending:
+                done, _ = wait(pending, timeout=2.0, return_when=FIRST_COMPLETED)
+                states = {s.label: _progress_of(s) for s in todo}
+                bar.n = quiet.done = sum(step for step, _ in states.values())
+                for fut in done:
+                    spec = pending.pop(fut)
+                    fut.result()  # re-raise a failed run's error here
+                    quiet.note(f"finished {spec.label}")
+                bar.set_postfix_str(_phases(todo, states), refresh=False)
+                bar.refresh()
+                quiet.update(quiet.done, _phases(todo, states))
+        except BaseException:  # Ctrl-C or a failed run: end the other runs now, not at their end
+            _end_workers(pool)
+            raise
+        finally:
+            bar.close()
+
+
+def _end_workers(pool: ProcessPoolExecutor) -> None:
+    """Cancel what has not started and end the running workers (their runs are unfinished: a
+    resumed comparison restarts them)."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        if process.is_alive():
+            process.terminate()
 
 
 def _specs(
@@ -158,7 +183,7 @@ def sweep_learning_rates(
             m: {f"{lr:g}": v for lr, v in by_lr.items()} for m, by_lr in means.items()
         },
     }
-    (root / "lr_sweep.json").write_text(json.dumps(report, indent=2))
+    atomic_write_text(root / "lr_sweep.json", json.dumps(report, indent=2))
     return best
 
 
@@ -199,8 +224,14 @@ def check_inputs(cfg: CompareConfig):
     from botgrpo.usage import check_writable_folder
 
     check_writable_folder(cfg.out_dir, "out_dir")
+    check_outside_owned(cfg.out_dir, "out_dir")
+    root = Path(cfg.out_dir).expanduser() / cfg.name
+    check_folder_kind(root, "comparison", what="comparison folder")
+    check_not_busy(root, "comparison folder")
     task = clean_task(with_verdict_noise(load_task(cfg.task), cfg.verdict_noise))
     resolve_task_defaults(cfg, task)
+    if not cfg.init_model:
+        check_tiny_vocabulary(task)
     check_task_metric(cfg.metric, task)
     for stream in HELD_OUT_STREAMS:
         held_out_examples(task, cfg.eval_problems, stream)
@@ -269,9 +300,12 @@ def planned_checkpoint(cfg: CompareConfig, task) -> Path:
     return warm_start_path(task, warm_start_config(cfg, task), Path(cfg.out_dir) / ".cache", held)
 
 
-def starting_checkpoint(cfg: CompareConfig, task, *, use_packaged: bool = True) -> Path:
+def starting_checkpoint(
+    cfg: CompareConfig, task, *, use_packaged: bool = True, rebuild: bool = False
+) -> Path:
     """The cached (or shipped, or freshly trained) warm start every run of ``cfg`` starts from;
-    it never trains on the held-out problems."""
+    it never trains on the held-out problems. ``rebuild``: train it anew, replacing the cached
+    one."""
     held = held_out_prompts(task, cfg.eval_problems)
     return warm_start(
         task,
@@ -280,6 +314,7 @@ def starting_checkpoint(cfg: CompareConfig, task, *, use_packaged: bool = True) 
         exclude=held,
         progress=cfg.progress,
         use_packaged=use_packaged,
+        rebuild=rebuild,
     )
 
 
@@ -301,28 +336,30 @@ def compare(cfg: CompareConfig, task=None) -> Path:
     else:
         model_path = planned_checkpoint(cfg, task)
     check_resumable(cfg, root, model_path)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(json.dumps(cfg.__dict__, indent=2, default=list))
-    if not cfg.init_model:
-        model_path = starting_checkpoint(cfg, task)
-    lrs = sweep_learning_rates(cfg, root, model_path) if cfg.lr_sweep else cfg.learning_rates()
-    specs = _specs(cfg, root, model_path, lrs, range(cfg.seeds), "runs")
-    run_all(specs, cfg.workers, cfg.progress, f"{cfg.name}: {len(specs)} runs")
-    collect([Path(s.run_dir) for s in specs], root / "metrics.jsonl")
-    records = load_records(root / "metrics.jsonl")
-    summary = write_summary(
-        records,
-        cfg,
-        lrs,
-        root / "summary.md",
-        seconds=time.perf_counter() - start,
-        run_seconds=_run_seconds(specs),
-        lr_sweep=json.loads((root / "lr_sweep.json").read_text()) if cfg.lr_sweep else None,
-    )
-    thresholds = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
-    plot_curves(records, root / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thresholds)
-    if cfg.lr_sweep:
-        plot_lr_sweep(json.loads((root / "lr_sweep.json").read_text()), root / "lr_sweep.png")
+    with own_folder(root, "comparison", command_line(), what="comparison folder"):
+        atomic_write_text(root / "config.json", json.dumps(cfg.__dict__, indent=2, default=list))
+        if not cfg.init_model:
+            model_path = starting_checkpoint(cfg, task)
+        lrs = sweep_learning_rates(cfg, root, model_path) if cfg.lr_sweep else cfg.learning_rates()
+        specs = _specs(cfg, root, model_path, lrs, range(cfg.seeds), "runs")
+        run_all(specs, cfg.workers, cfg.progress, f"{cfg.name}: {len(specs)} runs")
+        collect([Path(s.run_dir) for s in specs], root / "metrics.jsonl")
+        records = load_records(root / "metrics.jsonl")
+        sweep = json.loads((root / "lr_sweep.json").read_text()) if cfg.lr_sweep else None
+        summary = write_summary(
+            records,
+            cfg,
+            lrs,
+            root / "summary.md",
+            seconds=time.perf_counter() - start,
+            run_seconds=_run_seconds(specs),
+            lr_sweep=sweep,
+        )
+        thresholds = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
+        title = f"{cfg.name}: {cfg.task}"
+        plot_curves(records, root / "curves.png", cfg.metric, title, thresholds)
+        if sweep is not None:
+            plot_lr_sweep(sweep, root / "lr_sweep.png")
     return summary
 
 

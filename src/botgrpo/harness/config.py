@@ -36,8 +36,9 @@ class CompareConfig:
     out_dir: str = "runs"
     """Parent folder of the results."""
     task: str = "chain"
-    """Task spec: a built-in name (chain, columns), jsonl:PATH, reasoning_gym:DATASET or
-    package.module:factory."""
+    """Task spec: a built-in name (chain, columns, react, python; options as
+    chain:min_steps=12), jsonl:PATH, reasoning_gym:DATASET or package.module:factory
+    (docs/tasks.md)."""
     methods: tuple[str, ...] = DEFAULT_METHODS
     """Methods (BoTGRPOTrainer presets) to compare."""
     seeds: int = 5
@@ -61,7 +62,8 @@ class CompareConfig:
     greedily); the sampled metrics and training are the same either way."""
     metric: str = "sampled_solved"
     """The metric that thresholds, speedups, the lr sweep and the summary lead with:
-    greedy_solved, greedy_step_acc, sampled_solved or sampled_step_acc (see docs/compare.md).
+    greedy_solved, greedy_step_acc, sampled_solved, sampled_step_acc, or on the code tasks
+    greedy_compiled, sampled_compiled, greedy_clean, sampled_clean (see docs/compare.md).
     sampled_solved, the policy's expected solve rate, is what RL raises and the least noisy."""
     prompts_per_step: int = 8
     """Prompts per optimizer step."""
@@ -116,9 +118,9 @@ class CompareConfig:
     warm_start_stop: str | None = None
     """When the warm start is done: "steps" (exactly warm_start_steps) or "converged" (when
     its check loss, and with warm_start_watch_accuracy its token accuracy, are flat; at most
-    warm_start_steps); None = the task's (``warm_start_stop``: "steps" for chain and columns,
-    whose shipped warm starts train 3000 steps; "converged" for the code tasks and for a task
-    of your own)."""
+    warm_start_steps); None = the task's (``warm_start_stop``: "steps" for chain, whose
+    shipped warm start trains 3000 steps, and for columns, which trains 3000 fixed steps;
+    "converged" for the code tasks and for a task of your own)."""
     warm_start_schedule_steps: int = 0
     """Length of the warm start's learning-rate schedule (0 = warm_start_steps); above
     warm_start_steps it stops a longer run early, part-way through learning the task."""
@@ -147,7 +149,8 @@ class CompareConfig:
     the held-out problems."""
     thresholds: tuple[float, ...] = ()
     """Accuracy thresholds for steps-to-threshold; empty = 25/50/75% of the way from the
-    warm-start accuracy to the best accuracy any method reached."""
+    step-0 value to the plateau (the best method's seed-averaged mean over the last third of
+    its evaluations, never a single peak; docs/compare.md)."""
     workers: int = 2
     """Runs in parallel (one CPU thread each)."""
     progress: bool = True

@@ -14,12 +14,31 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
-if TYPE_CHECKING:
-    from botgrpo.harness.warmstart import WarmStartConfig
+
+class ConvergenceOptions(Protocol):
+    """The options the rule reads (:class:`botgrpo.harness.warmstart.WarmStartConfig` has
+    them; see its fields)."""
+
+    @property
+    def lr(self) -> float: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def check_every(self) -> int: ...
+    @property
+    def tolerance(self) -> float: ...
+    @property
+    def watch_accuracy(self) -> bool: ...
+    @property
+    def patience(self) -> int: ...
+    @property
+    def patience_fraction(self) -> float: ...
+    @property
+    def anneal(self) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -44,7 +63,7 @@ class ConvergenceRule:
     """The schedule (:meth:`lr`) and the stop decision (:meth:`after`) of a "converged" warm
     start of ``config``, checked on ``check_batch`` (padded rows with labels)."""
 
-    def __init__(self, config: WarmStartConfig, check_batch: dict) -> None:
+    def __init__(self, config: ConvergenceOptions, check_batch: dict) -> None:
         self.config, self.batch = config, check_batch
         self.best_loss, self.best_error, self.flat = math.inf, math.inf, 0
         self.anneal_from: int | None = None

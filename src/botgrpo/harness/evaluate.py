@@ -165,10 +165,33 @@ def evaluate(
     ks: tuple[int, ...] = (1, 4),
     temperature: float = 1.0,
     greedy: bool = True,
+    seed: int | None = None,
 ) -> EvalResult:
     """Greedy metrics on ``examples`` (unless ``greedy`` is False) and, when ``n_samples`` > 0,
     sampled metrics and unbiased pass@k on the first ``sample_problems`` of them (all by
-    default)."""
+    default). ``seed``: sample from a random stream of this seed alone (:func:`eval_seed`),
+    leaving the caller's stream as it was, so training's draws never shift an evaluation's
+    samples and an evaluation never shifts training's; None draws from the global stream."""
+    if seed is None:
+        return _evaluate(model, tokenizer, task, examples, max_new_tokens, n_samples,
+                         sample_problems, ks, temperature, greedy)  # fmt: skip
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return _evaluate(model, tokenizer, task, examples, max_new_tokens, n_samples,
+                         sample_problems, ks, temperature, greedy)  # fmt: skip
+
+
+def eval_seed(run_seed: int, step: int) -> int:
+    """The seed of the evaluation at ``step`` of a run of seed ``run_seed``: one stream per
+    (seed, step), the same in every method, so methods are compared on the same draws as far
+    as their models agree."""
+    return (int(run_seed) * 1_000_003 + int(step)) % (2**63)
+
+
+def _evaluate(
+    model, tokenizer, task, examples, max_new_tokens, n_samples, sample_problems, ks,
+    temperature, greedy,
+) -> EvalResult:  # fmt: skip
     if not greedy and n_samples < 1:
         raise ValueError("nothing to evaluate: greedy=False needs n_samples >= 1")
     scores = []

@@ -29,7 +29,7 @@ def load_records(path: str | Path) -> list[dict]:
     """Every JSON line of a metrics file; ValueError naming the file and line of a line that is
     not a record (see :func:`_record_problem`): no summary is computed from it."""
     records = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -70,10 +70,10 @@ def _record_problem(record: dict) -> str:
 
 
 def collect(run_dirs: list[Path], out: Path) -> None:
-    """Concatenate the runs' metrics.jsonl files into ``out``."""
-    with out.open("w") as fh:
-        for d in run_dirs:
-            fh.write((d / "metrics.jsonl").read_text())
+    """Concatenate the runs' metrics.jsonl files into ``out`` (replaced whole)."""
+    from botgrpo.folders import atomic_write_text
+
+    atomic_write_text(out, "".join((d / "metrics.jsonl").read_text() for d in run_dirs))
 
 
 def _curves(records: list[dict], kind: str, key: str) -> dict[str, dict[int, tuple[list, list]]]:

@@ -21,6 +21,13 @@ import json
 import math
 from pathlib import Path
 
+from botgrpo.folders import (
+    atomic_write_text,
+    check_folder_kind,
+    check_not_busy,
+    command_line,
+    own_folder,
+)
 from botgrpo.harness.config import CompareConfig
 from botgrpo.harness.results import load_records
 
@@ -51,6 +58,53 @@ def load_config(root: Path) -> CompareConfig:
         return CompareConfig(**values)
     except (TypeError, ValueError) as err:
         raise ValueError(f"{path}: {err}") from None
+
+
+def config_from_runs(cfg: CompareConfig, root: Path) -> CompareConfig:
+    """``cfg`` (a folder's config.json) with every option its finished runs recorded in their
+    ``done.json`` taken from the runs: config.json is a file anyone can edit, the runs' records
+    are what was run. A disagreement is said on stderr; runs that disagree among themselves are
+    a ValueError."""
+    import sys
+
+    settings = []
+    for path in sorted((root / "runs").glob("*/done.json")):
+        try:
+            stored = json.loads(path.read_text()).get("settings")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(stored, dict):
+            settings.append((path.parent.name, stored))
+    # the rate, seeds and such are each run's own or the summary's (MAY_DIFFER)
+    names = {f.name for f in dataclasses.fields(CompareConfig)} - set(MAY_DIFFER)
+    changes = {}
+    for key in sorted(names & {k for _, s in settings for k in s}):
+        values = {
+            json.dumps(s[key], sort_keys=True): (run, s[key]) for run, s in settings if key in s
+        }
+        if len(values) > 1:
+            (run_a, a), (run_b, b) = list(values.values())[:2]
+            raise ValueError(
+                f"the runs of {root} were made with different {key} ({run_a}: {a!r}, {run_b}: "
+                f"{b!r}); summarize comparable runs only"
+            )
+        recorded = next(iter(values.values()))[1]
+        if json.loads(json.dumps(getattr(cfg, key), default=list)) != recorded:
+            changes[key] = tuple(recorded) if isinstance(recorded, list) else recorded
+    if not changes:
+        return cfg
+    said = "; ".join(f"{k} {getattr(cfg, k)!r} -> {v!r}" for k, v in changes.items())
+    print(
+        f"summarize: {root / 'config.json'} disagrees with its runs' records ({said}); the "
+        "summary uses the runs'",
+        file=sys.stderr,
+    )
+    try:
+        return dataclasses.replace(cfg, **changes)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"the runs of {root} recorded settings botgrpo cannot read: {err}"
+        ) from None
 
 
 def _run_records(root: Path) -> list[dict]:
@@ -172,11 +226,13 @@ def check_out_folder(out: Path, roots: list[Path]) -> None:
     target = out.expanduser().resolve()
     homes = [r.resolve() for r in roots]
     if target in homes:
+        check_not_busy(out, "--out")
         return
     inside = [r for r, home in zip(roots, homes, strict=True) if home in target.parents]
     if inside:
         raise ValueError(f"--out {out} lies inside the comparison {inside[0]}; pass a new folder")
     if not target.exists() or not any(target.iterdir()):
+        check_folder_kind(out, "summary", what="--out")  # not inside a run or a warm start
         return
     if not target.is_dir():
         raise ValueError(f"--out {out} is a file, not a folder")
@@ -187,6 +243,8 @@ def check_out_folder(out: Path, roots: list[Path]) -> None:
         )
     if not (target / "summary.json").is_file():
         raise ValueError(f"--out {out} holds other files; pass a new or empty folder")
+    check_folder_kind(out, "summary", what="--out")
+    check_not_busy(out, "--out")
 
 
 def _wall_seconds(run_seconds: dict[str, list[float]], workers: int) -> float:
@@ -210,7 +268,7 @@ def resummarize(
     if methods and out.resolve() in {r.resolve() for r in roots}:
         raise ValueError("a subset of methods goes to a new folder: pass --out")
     check_out_folder(out, roots)
-    configs = [load_config(r) for r in roots]
+    configs = [config_from_runs(load_config(r), r) for r in roots]
     _check_comparable(configs, roots)
     sweep = sweep_report(roots)
     swept = {m: float(lr) for m, lr in (sweep or {}).get("best", {}).items()}
@@ -238,22 +296,24 @@ def resummarize(
             f"the runs' evaluations hold no {cfg.metric!r}; pick a metric they recorded (--metric)"
         )
     run_seconds = _run_seconds(roots, {m: lrs.get(m) for m in names})
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(cfg.__dict__, indent=2, default=list))
-    with (out / "metrics.jsonl").open("w") as fh:
-        fh.writelines(json.dumps(r) + "\n" for r in records)
-    summary = write_summary(
-        records,
-        cfg,
-        lrs,
-        out / "summary.md",
-        seconds=_wall_seconds(run_seconds, cfg.workers),
-        run_seconds=run_seconds,
-        lr_sweep=sweep,
-    )
-    thr = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
-    plot_curves(records, out / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thr)
-    if sweep:
-        summarised = json.loads(summary.with_suffix(".json").read_text())["lr_sweep"]
-        plot_lr_sweep(summarised, out / "lr_sweep.png")
+    in_place = out.resolve() in {r.resolve() for r in roots}
+    kind = "comparison" if in_place else "summary"
+    with own_folder(out, kind, command_line(), also=("summary",), what="--out"):
+        if not in_place:  # a comparison's own config.json and metrics.jsonl stay its own
+            atomic_write_text(out / "config.json", json.dumps(cfg.__dict__, indent=2, default=list))
+            atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+        summary = write_summary(
+            records,
+            cfg,
+            lrs,
+            out / "summary.md",
+            seconds=_wall_seconds(run_seconds, cfg.workers),
+            run_seconds=run_seconds,
+            lr_sweep=sweep,
+        )
+        thr = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
+        plot_curves(records, out / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thr)
+        if sweep:
+            summarised = json.loads(summary.with_suffix(".json").read_text())["lr_sweep"]
+            plot_lr_sweep(summarised, out / "lr_sweep.png")
     return summary

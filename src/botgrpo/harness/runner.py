@@ -16,6 +16,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from botgrpo.folders import atomic_write_text, mark_folder
 from botgrpo.harness.config import CompareConfig
 
 #: Training-log keys copied into metrics.jsonl (when the trainer logs them); each training
@@ -113,8 +114,15 @@ def run_settings(spec: RunSpec) -> dict:
         "learning_rate": spec.learning_rate,
         "model_path": spec.model_path,
         "stream": spec.stream,
+        "eval_rng": EVAL_RNG,
         **options,
     }
+
+
+#: How a run's evaluations draw their samples (recorded in done.json): from a stream of their
+#: own per (seed, step) (:func:`botgrpo.harness.evaluate.eval_seed`). Runs recorded without it
+#: shared the training's stream and are not comparable with newer ones.
+EVAL_RNG = "per-step"
 
 
 class SettingsChanged(ValueError):
@@ -138,6 +146,13 @@ def is_done(spec: RunSpec) -> bool:
         return True
     now = run_settings(spec)
     changed = sorted(k for k in now.keys() | stored.keys() if now.get(k) != stored.get(k))
+    if changed == ["eval_rng"]:
+        raise SettingsChanged(
+            f"{spec.run_dir} holds a run made by an older botgrpo whose evaluations drew from "
+            "the training's random stream (newer ones draw from their own per step), so its "
+            "numbers are not comparable with new runs: use a new --name, or delete that "
+            "folder to rerun it"
+        )
     if changed:
         raise SettingsChanged(
             f"{spec.run_dir} holds a finished run made with different settings "
@@ -179,7 +194,7 @@ def weight_drift(model, initial_params: list) -> float:
 def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
     from transformers import AutoTokenizer, TrainerCallback
 
-    from botgrpo.harness.evaluate import evaluate
+    from botgrpo.harness.evaluate import eval_seed, evaluate
 
     cfg = spec.config
     out = Path(spec.run_dir)
@@ -221,6 +236,7 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
                 ks=tuple(k for k in (1, 2, 4, 8) if k <= cfg.pass_samples),
                 temperature=cfg.temperature,
                 greedy=cfg.greedy,
+                seed=eval_seed(spec.seed, step),
             )
             record = {"kind": "eval", "step": step, **result.record()}
             record["weight_drift"] = self._drift(model)
@@ -358,7 +374,9 @@ def peak_memory() -> dict[str, float]:
 def _write_cost(spec: RunSpec, out: Path, seconds: float) -> None:
     """The run's cost record: training seconds (evaluations excluded) per optimizer step and
     the peak memory of the training process."""
-    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (out / "metrics.jsonl").read_text().split("\n") if line.strip()
+    ]
     eval_seconds = sum(r.get("eval_seconds", 0.0) for r in records if r.get("kind") == "eval")
     train_seconds = max(seconds - eval_seconds, 0.0)
     record = {
@@ -396,6 +414,7 @@ def execute_run(spec: RunSpec) -> str:
         raise ValueError(f"run folder {out} is a link; botgrpo deletes only folders it made")
     shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
     out.mkdir(parents=True)
+    mark_folder(out, "run", f"botgrpo compare: {spec.label}")
     judged = with_verdict_noise(load_task(cfg.task), cfg.verdict_noise)  # the training reward's
     task = clean_task(judged)  # evaluations read clean verdicts
     resolve_task_defaults(cfg, task)  # compare() has; a RunSpec made by hand may not
@@ -418,13 +437,7 @@ def execute_run(spec: RunSpec) -> str:
     start = time.perf_counter()
     trainer.train()
     _write_cost(spec, out, time.perf_counter() - start)
-    (out / "done.json").write_text(
-        json.dumps(
-            {
-                "seconds": time.perf_counter() - start,
-                "settings": run_settings(spec),
-            }
-        )
-    )
     shutil.rmtree(out / "trainer", ignore_errors=True)
+    done = {"seconds": time.perf_counter() - start, "settings": run_settings(spec)}
+    atomic_write_text(out / "done.json", json.dumps(done))  # last: the run is finished
     return spec.label

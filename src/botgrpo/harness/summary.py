@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from botgrpo.folders import atomic_write_text
 from botgrpo.harness import stats
 from botgrpo.harness.config import CompareConfig
 from botgrpo.harness.results import EVAL_METRICS, eval_curves, train_means, train_tail_means
@@ -445,8 +446,8 @@ def write_summary(
     summary = build_summary(
         records, cfg, lrs, seconds=seconds, run_seconds=run_seconds, lr_sweep=lr_sweep
     )
-    out.with_suffix(".json").write_text(json.dumps(summary, indent=2))
+    atomic_write_text(out.with_suffix(".json"), json.dumps(summary, indent=2))
     text = render_markdown(summary)
-    out.write_text(text)
+    atomic_write_text(out, text)
     print(text)
     return out

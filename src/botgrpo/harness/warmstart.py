@@ -16,25 +16,39 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import random
 import shutil
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import MISSING, asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
+from filelock import FileLock, Timeout
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from botgrpo import shipped
+from botgrpo.folders import command_line, mark_folder
 from botgrpo.harness.convergence import Check, ConvergenceRule
 from botgrpo.harness.packing import pack_rows
 from botgrpo.harness.progress import QuietProgress
+from botgrpo.shipped import PACKAGED_DIR, packaged_warm_start, shipped_warm_start
 from botgrpo.tasks.base import Task, task_fingerprint
 from botgrpo.tasks.noise import clean_task
 from botgrpo.tasks.teacher import demonstrate
 from botgrpo.tiny import TinyModelSpec, build_tiny_model
+
+__all__ = [  # the shipped warm starts are botgrpo.shipped's, re-exported where users import them
+    "PACKAGED_DIR",
+    "WarmStartConfig",
+    "packaged_warm_start",
+    "shipped_warm_start",
+    "warm_start",
+]
 
 #: Bump when the warm-start procedure changes, so old cached checkpoints are not reused.
 WARM_START_VERSION = 2
@@ -59,11 +73,6 @@ _CONVERGED_ONLY = (
 
 #: Held-out demonstrations whose loss the "converged" rule watches.
 CHECK_BATCH = 64
-
-
-#: Warm starts shipped with the package (small tiny-model checkpoints, each with its cache key
-#: in warm_start.json), copied into the cache when a run asks for exactly that key.
-PACKAGED_DIR = Path(__file__).resolve().parent.parent / "checkpoints"
 
 
 @dataclass(frozen=True)
@@ -308,35 +317,6 @@ def _length(config: WarmStartConfig) -> str:
     )
 
 
-def shipped_warm_start(name: str) -> Path:
-    """The folder of the warm start shipped with the package for task ``name`` (``chain``: the
-    demo's starting checkpoint, a tiny model that imitates a teacher who forgets carries);
-    ValueError naming the shipped ones. Load it with ``from_pretrained`` as any model folder."""
-    from botgrpo.usage import check_package_name
-
-    check_package_name(name, "warm start name")
-    shipped = sorted(p.parent.name for p in PACKAGED_DIR.glob("*/warm_start.json"))
-    if name not in shipped:
-        raise ValueError(
-            f"no warm start {name!r} ships with botgrpo; shipped: "
-            f"{', '.join(f'warm:{n}' for n in shipped) or 'none'}"
-        )
-    return PACKAGED_DIR / name
-
-
-def packaged_warm_start(key: str) -> Path | None:
-    """The shipped checkpoint whose warm_start.json records cache key ``key``, if any."""
-    if not PACKAGED_DIR.is_dir():
-        return None
-    for meta in sorted(PACKAGED_DIR.glob("*/warm_start.json")):
-        try:
-            if json.loads(meta.read_text()).get("key") == key:
-                return meta.parent
-        except (OSError, ValueError):
-            continue
-    return None
-
-
 def warm_start_path(
     task: Task, config: WarmStartConfig, cache_dir: str | Path, exclude: frozenset[str]
 ) -> Path:
@@ -357,7 +337,9 @@ def why_training(task: Task, config: WarmStartConfig, use_packaged: bool) -> str
         return "--retrain was given"
     metas = []
     for meta_path in (
-        sorted(PACKAGED_DIR.glob("*/warm_start.json")) if PACKAGED_DIR.is_dir() else []
+        sorted(shipped.PACKAGED_DIR.glob("*/warm_start.json"))
+        if shipped.PACKAGED_DIR.is_dir()
+        else []
     ):
         try:
             metas.append((meta_path.parent.name, json.loads(meta_path.read_text())))
@@ -391,6 +373,7 @@ def warm_start(
     exclude: frozenset[str] = frozenset(),
     progress: bool = True,
     use_packaged: bool = True,
+    rebuild: bool = False,
 ) -> Path:
     """Path of the warm-start checkpoint for (task, config), training it if not cached.
 
@@ -398,40 +381,96 @@ def warm_start(
     ``use_packaged``: take a checkpoint shipped with the package when one was trained with
     exactly this key (``botgrpo warm-start`` rebuilds it); False always trains. Before training
     one, a line on stderr says why (what differs from the shipped one) and how long it takes.
-    A task with noisy verdicts gets its clean task's warm start.
+    A task with noisy verdicts gets its clean task's warm start. ``rebuild``: train anew and
+    replace the cached one (``botgrpo warm-start --retrain``).
+
+    Commands that need the same new warm start share it: the first builds it in a private
+    temporary folder under a lock beside the entry (``warm-KEY.lock``) and renames it into place
+    when complete; the others wait for the lock and reuse it. An entry lacking any of
+    :data:`REQUIRED_FILES` is rebuilt.
     """
     task = clean_task(task)
     key = config.cache_key(task, exclude)
     final = warm_start_path(task, config, cache_dir, exclude)
-    if (final / "config.json").exists() and (final / "warm_start.json").exists():
+    if not rebuild and is_complete(final):
         return final
-    tmp = final.with_name(final.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    shipped = packaged_warm_start(key) if use_packaged else None
-    if shipped is not None:
-        shutil.copytree(shipped, tmp)
-    else:
+    final.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(final.with_name(final.name + ".lock")))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
         print(
-            f"warm start: training one for task {task.name!r} ({_length(config)}; cached in "
-            f"{final} for later runs), because "
-            f"{why_training(task, config, use_packaged)}",
+            f"warm start: waiting for another botgrpo command that is building {final}",
             file=sys.stderr,
             flush=True,
         )
-        start = time.perf_counter()
-        run = train_warm_start(task, config, tmp, progress, exclude)
-        meta = {
-            "key": key,
-            "task": repr(task),
-            "config": asdict(config),
-            "final_loss": run.final_loss,
-            "steps_run": run.steps,
-            "seconds": round(time.perf_counter() - start, 1),
-        }
-        if run.checks:
-            meta["held_out_losses"] = [[c.step, c.loss] for c in run.checks]
-            meta["held_out_token_acc"] = [[c.step, c.token_acc] for c in run.checks]
-        (tmp / "warm_start.json").write_text(json.dumps(meta, indent=2))
-    shutil.rmtree(final, ignore_errors=True)
-    tmp.rename(final)
+        lock.acquire()
+    try:
+        if not rebuild and is_complete(final):
+            return final  # finished by the command this one waited for
+        _build(task, config, key, final, exclude, progress, use_packaged and not rebuild)
+    finally:
+        lock.release()
     return final
+
+
+#: The files every complete warm-start folder holds (warm_start.json is written last).
+REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json", "warm_start.json")
+
+
+def is_complete(path: Path) -> bool:
+    """Whether ``path`` is a finished warm start: every file of :data:`REQUIRED_FILES` (an
+    entry left incomplete by an older botgrpo, or by hand, is rebuilt, never taken as cached)."""
+    return all((path / name).is_file() for name in REQUIRED_FILES)
+
+
+def _build(
+    task: Task,
+    config: WarmStartConfig,
+    key: str,
+    final: Path,
+    exclude: frozenset[str],
+    progress: bool,
+    use_packaged: bool,
+) -> None:
+    """Make the warm start of ``key`` in a private temporary folder beside ``final`` and publish
+    it by renaming it there once complete (the caller holds the entry's lock); an interrupted
+    build leaves no folder behind."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", suffix=".tmp", dir=final.parent))
+    tmp.chmod(0o755)  # mkdtemp's 0700 would follow it into the cache
+    try:
+        shipped = packaged_warm_start(key) if use_packaged else None
+        if shipped is not None:
+            shutil.copytree(shipped, tmp, dirs_exist_ok=True)
+        else:
+            why = why_training(task, config, use_packaged)
+            print(
+                f"warm start: training one for task {task.name!r} ({_length(config)}; cached in "
+                f"{final} for later runs), because {why}",
+                file=sys.stderr,
+                flush=True,
+            )
+            start = time.perf_counter()
+            run = train_warm_start(task, config, tmp, progress, exclude)
+            meta = {
+                "key": key,
+                "task": repr(task),
+                "config": asdict(config),
+                "final_loss": run.final_loss,
+                "steps_run": run.steps,
+                "seconds": round(time.perf_counter() - start, 1),
+            }
+            if run.checks:
+                meta["held_out_losses"] = [[c.step, c.loss] for c in run.checks]
+                meta["held_out_token_acc"] = [[c.step, c.token_acc] for c in run.checks]
+            (tmp / "warm_start.json").write_text(json.dumps(meta, indent=2))
+        mark_folder(tmp, "warm-start", command_line())
+        if final.exists() or final.is_symlink():
+            old = final.with_name(f".{final.name}.old-{os.getpid()}")
+            final.rename(old)
+            tmp.rename(final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

@@ -23,7 +23,9 @@ subpackages: :mod:`~botgrpo.rewards.types` (:class:`TokenReward`),
 :mod:`~botgrpo.rewards.validate` (:func:`validate_token_rewards` checks any reward function's
 output). Verdict sources live in subpackages: :mod:`botgrpo.rewards.verifiers` (symbolic step
 verifier, final-answer check, Python diagnostics), :mod:`botgrpo.rewards.judges` (LLM judges)
-and :mod:`botgrpo.rewards.sandbox` (isolated execution of generated code).
+and :mod:`botgrpo.rewards.sandbox` (isolated execution of generated code). Beneath all of them,
+:mod:`~botgrpo.rewards.text` says where lines end and what counts as blank, the same for every
+reader (CRLF, CR, a byte-order mark and Unicode separators read as their LF form).
 :mod:`botgrpo.rewards.recipes` combines them into reward functions. The judges and the sandbox
 are imported from their own packages; every other public name is re-exported here.
 

@@ -19,12 +19,18 @@ from dataclasses import dataclass
 import numpy as np
 
 from botgrpo.rewards.spans import line_spans
+from botgrpo.rewards.text import CODE_BREAK, TEXT_BREAK_CHARS, count_lines
 
 __all__ = ["PYTHON_LANGUAGES", "CodeBlock", "extract_code_block"]
 
 PYTHON_LANGUAGES: tuple[str, ...] = ("python", "py", "python3")
 
-_OPEN = re.compile(r"^[ \t]*(`{3,}|~{3,})[ \t]*([^\s`]*)[^\n]*(?:\n|\Z)", re.MULTILINE)
+#: A fence line starts the text or follows any line break (CRLF, CR, U+2028, ...: the text's
+#: breaks, :data:`~botgrpo.rewards.text.TEXT_BREAK`), after blanks or a byte-order mark.
+_B = TEXT_BREAK_CHARS
+_OPEN = re.compile(
+    rf"(?<![^{_B}])[ \t\ufeff]*(`{{3,}}|~{{3,}})[ \t]*([^\s`]*)[^{_B}]*(?:\r\n|[{_B}]|\Z)"
+)
 
 
 @dataclass(frozen=True)
@@ -44,16 +50,16 @@ class CodeBlock:
     closed: bool = True
     """False when the opening fence is never closed."""
 
-    def line_spans(self, text: str) -> np.ndarray:
-        """Spans of the code's lines in ``text`` (the response), int64 [L, 2]; row k is line k+1."""
-        return line_spans(text, self.start, self.end)
+    def line_spans(self, text: str, breaks: re.Pattern = CODE_BREAK) -> np.ndarray:
+        """Spans of the code's lines in ``text`` (the response), int64 [L, 2]; row k is line k+1
+        (lines end at ``\\r\\n``, ``\\r`` or ``\\n``, as Python and JavaScript number them;
+        ``breaks`` for other rules)."""
+        return line_spans(text, self.start, self.end, breaks)
 
     @property
     def n_lines(self) -> int:
-        """Number of lines of the code (split at ``"\\n"`` only, as the line spans are)."""
-        if not self.code:
-            return 0
-        return self.code.count("\n") + (0 if self.code.endswith("\n") else 1)
+        """Number of lines of the code, counted as :meth:`line_spans` counts them."""
+        return count_lines(self.code)
 
 
 def _fenced_blocks(text: str) -> list[CodeBlock]:
@@ -61,7 +67,9 @@ def _fenced_blocks(text: str) -> list[CodeBlock]:
     pos = 0
     while (m := _OPEN.search(text, pos)) is not None:
         fence, lang = m.group(1), m.group(2).lower() or None
-        closing = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$", re.MULTILINE)
+        closing = re.compile(
+            rf"(?<![^{_B}])[ \t\ufeff]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*(?=[{_B}]|\Z)"
+        )
         c = closing.search(text, m.end())
         end = c.start() if c else len(text)
         blocks.append(CodeBlock(text[m.end() : end], m.end(), end, lang, True, c is not None))

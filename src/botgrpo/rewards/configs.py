@@ -50,6 +50,10 @@ def config_from_mapping(cls: type[C], values: C | Mapping[str, Any] | None) -> C
 
 _BASIC = (bool, int, float, str)
 
+#: The spellings a boolean option accepts from text (case-insensitive).
+TRUE_WORDS = ("true", "yes", "1", "on")
+FALSE_WORDS = ("false", "no", "0", "off")
+
 
 def basic_members(hint: Any) -> tuple[type, ...] | None:
     """The basic types (bool, int, float, str, None) a hint allows, or None when it allows

@@ -35,7 +35,6 @@ Spans -> tokens (the straddling rule)
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +42,8 @@ from typing import Any
 
 import numpy as np
 from tokenizers.decoders import DecodeStream
+
+from botgrpo.rewards.text import CODE_BREAK, line_bounds
 
 __all__ = [
     "TokenizedText",
@@ -357,23 +358,23 @@ def token_span_index(offsets_T2: np.ndarray, spans_S2: np.ndarray) -> np.ndarray
     return np.where(lo <= hi, lo, -1).astype(np.int64)
 
 
-def line_spans(text: str, start: int = 0, end: int | None = None) -> np.ndarray:
+def line_spans(
+    text: str, start: int = 0, end: int | None = None, breaks: re.Pattern = CODE_BREAK
+) -> np.ndarray:
     """Character spans of the lines of ``text[start:end]``, in ``text`` coordinates.
 
-    Line k (0-based) covers its characters and its terminating ``"\\n"``; a trailing newline
-    does not open an empty last line. Returns int64 [L, 2].
+    Line k (0-based) covers its characters and its terminator: ``\\r\\n``, ``\\r`` or
+    ``\\n`` by default (:data:`botgrpo.rewards.text.CODE_BREAK`, the lines Python and
+    JavaScript tools number), or any match of ``breaks``; a trailing break does not open an
+    empty last line. Returns int64 [L, 2].
 
     >>> line_spans("ab\\ncd\\n").tolist()
     [[0, 3], [3, 6]]
+    >>> line_spans("ab\\r\\ncd").tolist()
+    [[0, 4], [4, 6]]
     """
     end = len(text) if end is None else end
     if not 0 <= start <= end <= len(text):
         raise ValueError(f"line range ({start}, {end}) is out of range for {len(text)} characters")
-    bounds = [start]
-    pos = text.find("\n", start, end)
-    while pos != -1:
-        bounds.append(pos + 1)
-        pos = text.find("\n", pos + 1, end)
-    if bounds[-1] != end:
-        bounds.append(end)
-    return np.array(list(itertools.pairwise(bounds)), dtype=np.int64).reshape(-1, 2)
+    bounds = line_bounds(text, start, end, breaks)
+    return np.array(bounds, dtype=np.int64).reshape(-1, 2)

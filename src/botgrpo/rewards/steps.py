@@ -32,6 +32,14 @@ from typing import Literal
 
 import numpy as np
 
+from botgrpo.rewards.text import (
+    TEXT_BREAK,
+    TEXT_BREAK_CHARS,
+    blank_bounds,
+    line_contents,
+    strip_blanks,
+)
+
 __all__ = ["FormatVerdict", "ParsedSolution", "Step", "StepFormat", "parse_steps"]
 
 StepFormat = Literal["tags", "step_n", "lines", "auto"]
@@ -39,12 +47,15 @@ FormatVerdict = Literal["well_formed", "malformed", "missing"]
 STEP_FORMATS: tuple[str, ...] = ("tags", "step_n", "lines", "auto")
 
 _TAG = re.compile(r"<\s*(/?)\s*(step|final)(?:[\s_]*(\d+))?\s*>", re.IGNORECASE)
-_HEADER = re.compile(
-    r"^[ \t]*(?:[#>*_]+[ \t]*)?step[ \t]*(\d+)[ \t]*[:.)][*_]*", re.IGNORECASE | re.MULTILINE
-)
+#: A header or answer line starts the text or follows any line break
+#: (:data:`~botgrpo.rewards.text.TEXT_BREAK`: CRLF, CR, U+2028, ... as LF), after blanks, a
+#: byte-order mark included.
+_LINE_START = rf"(?<![^{TEXT_BREAK_CHARS}])(?:[^\S{TEXT_BREAK_CHARS}]|[\ufeff\u200b])*"
+_H = rf"[^\S{TEXT_BREAK_CHARS}]"  # a blank within a line (a tab, U+00A0, ...)
+_HEADER = re.compile(rf"{_LINE_START}(?:[#>*_]+{_H}*)?step{_H}*(\d+){_H}*[:.)][*_]*", re.IGNORECASE)
 _ANSWER_LINE = re.compile(
-    r"^[ \t]*(?:[#>*_]+[ \t]*)?(?:final[ \t]+answer|answer)\b[^\n:]{0,20}:",
-    re.IGNORECASE | re.MULTILINE,
+    rf"{_LINE_START}(?:[#>*_]+{_H}*)?(?:final{_H}+answer|answer)\b[^{TEXT_BREAK_CHARS}:]{{0,20}}:",
+    re.IGNORECASE,
 )
 
 
@@ -110,7 +121,7 @@ class _TagParser:
         if not closed:
             end = _rstrip_end(self.text, start, end)
             self.implicit.append(number)
-        body = self.text[content:content_end].strip()
+        body = strip_blanks(self.text[content:content_end])
         self.steps.append(Step(start, end, body, number, closed))
         self.open_step = None
 
@@ -182,7 +193,7 @@ def _finish(
 ) -> ParsedSolution:
     final_text = None
     if final is not None:
-        final_text = text[final[0] : final[1]].strip()
+        final_text = strip_blanks(text[final[0] : final[1]])
     verdict: FormatVerdict = "malformed" if problems else "well_formed" if steps else "missing"
     return ParsedSolution(fmt, tuple(steps), final, final_text, verdict, tuple(problems))
 
@@ -212,7 +223,9 @@ def _parse_headers(text: str) -> ParsedSolution:
     for k, m in enumerate(headers):
         nxt = headers[k + 1].start() if k + 1 < len(headers) else stop
         end = _rstrip_end(text, m.start(), nxt)
-        steps.append(Step(m.start(), end, text[m.end() : end].strip(), int(m.group(1)), False))
+        steps.append(
+            Step(m.start(), end, strip_blanks(text[m.end() : end]), int(m.group(1)), False)
+        )
     problems: list[str] = []
     _check_numbers(steps, problems)
     return _finish("step_n", text, steps, final, problems)
@@ -221,11 +234,10 @@ def _parse_headers(text: str) -> ParsedSolution:
 def _parse_lines(text: str) -> ParsedSolution:
     stop, final = _answer_line(text)
     steps: list[Step] = []
-    for m in re.finditer(r"[^\n]+", text[:stop]):
-        body = m.group(0).strip()
-        if body:
-            start = m.start() + len(m.group(0)) - len(m.group(0).lstrip())
-            steps.append(Step(start, start + len(body), body, None, True))
+    for line_start, line_end in line_contents(text, 0, stop, TEXT_BREAK):
+        start, end = blank_bounds(text, line_start, line_end)
+        if end > start:
+            steps.append(Step(start, end, text[start:end], None, True))
     return _finish("lines", text, steps, final, [])
 
 

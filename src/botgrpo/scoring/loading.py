@@ -57,11 +57,13 @@ def load_reward_funcs(
 
 
 def _task_reward(task: Any, tokenizer: Any, kwargs: dict[str, Any]) -> Callable:
-    from botgrpo.tasks.reward import make_task_reward
+    """The reward the task trains with in `botgrpo compare` too: the code tasks' line recipes,
+    else the step reward built from its scores."""
+    from botgrpo.tasks.reward import task_reward
 
     if kwargs:
         raise ValueError(f"{TASK_REWARD!r} takes no reward_func_kwargs")
-    return make_task_reward(task, tokenizer)
+    return task_reward(task, tokenizer)
 
 
 def resolve_entry(entry: str) -> tuple[Any, bool]:

@@ -35,7 +35,7 @@ _TEACHER_OPTIONS = ("slip", "slip_rate")
 def _parse_value(name: str, key: str, text: str, hint: object) -> object:
     try:
         if hint is bool:
-            from botgrpo.usage import FALSE_WORDS, TRUE_WORDS
+            from botgrpo.rewards.configs import FALSE_WORDS, TRUE_WORDS
 
             if text.lower() not in TRUE_WORDS + FALSE_WORDS:
                 raise ValueError(text)

@@ -148,10 +148,110 @@ def check_task(task: object) -> Task:
 
 
 def task_fingerprint(task: Task) -> str:
-    """A stable identity of a task for caches: ``task.fingerprint()`` when the task defines one
-    (e.g. a hash of its data file), else its repr without memory addresses."""
+    """A stable identity of a task for caches (the warm start's key): its class, then
+    ``task.fingerprint()`` when the task defines one (e.g. a hash of its data file; a string),
+    else its repr without memory addresses; and, for a task whose class is defined outside
+    botgrpo, the source of the module that defines it, so editing a task's code trains a new
+    warm start. (The built-in tasks' code is covered by the warm start's version.)"""
     custom = getattr(task, "fingerprint", None)
     text = custom() if callable(custom) else re.sub(r" at 0x[0-9a-fA-F]+", "", repr(task))
-    return hashlib.sha256(
-        f"{type(task).__module__}.{type(task).__qualname__}|{text}".encode()
-    ).hexdigest()
+    cls = type(task)
+    code = "" if cls.__module__.split(".")[0] == "botgrpo" else _module_source_hash(cls)
+    identity = f"{cls.__module__}.{cls.__qualname__}|{text}" + (f"|{code}" if code else "")
+    return hashlib.sha256(identity.encode()).hexdigest()  # the built-in tasks' keys as shipped
+
+
+def _module_source_hash(cls: type) -> str:
+    """sha256 of the file defining ``cls`` ('' when it has none, e.g. a class made in a REPL)."""
+    import inspect
+
+    try:
+        path = inspect.getsourcefile(cls)
+        data = open(path, "rb").read() if path else b""  # noqa: SIM115
+    except (OSError, TypeError):
+        return ""
+    return hashlib.sha256(data).hexdigest() if data else ""
+
+
+def _same_json(a: object, b: object) -> bool:
+    """Whether ``b`` (``a`` after a trip through JSON) is ``a`` exactly, types included."""
+    if isinstance(a, Mapping):
+        return isinstance(b, dict) and list(a) == list(b) and all(_same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return isinstance(b, list) and len(a) == len(b) and all(map(_same_json, a, b))
+    return type(a) is type(b) and (a == b or (a != a and b != b))
+
+
+def _meta_problem(meta: object) -> str:
+    """Why ``meta`` would not reach training as it is ('' when it would)."""
+    if not isinstance(meta, Mapping):
+        return f"meta must be a dict, got a {type(meta).__name__}"
+    try:
+        text = json.dumps(dict(meta), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        return f"meta is not JSON-serialisable ({err})"
+    if not _same_json(dict(meta), json.loads(text)):
+        return (
+            "meta changes on its way to training through JSON (tuples become lists, "
+            "non-string keys become strings): use lists and string keys"
+        )
+    return ""
+
+
+def _score_problem(score: object, completion: str) -> str:
+    """What is wrong with a score of ``completion`` ('' when nothing)."""
+    if not isinstance(score, Score):
+        return f"returned a {type(score).__name__}, not a Score (botgrpo.tasks.base.Score)"
+    outcome = score.outcome
+    if isinstance(outcome, bool) or not isinstance(outcome, int | float) or outcome != outcome:
+        return f"gave an outcome {outcome!r}; it must be a finite number"
+    if outcome in (float("inf"), float("-inf")):
+        return f"gave an outcome {outcome!r}; it must be a finite number"
+    if not all(isinstance(s, StepVerdict) for s in score.steps):
+        return "gave steps that are not StepVerdict objects"
+    if any(s.end > len(completion) for s in score.steps):
+        return f"gave a step span past the completion's end ({len(completion)} characters)"
+    if score.well_formed not in (True, False, None):
+        return f"gave well_formed {score.well_formed!r}; it must be True, False or None"
+    bad = {k: v for k, v in dict(score.metrics).items() if not isinstance(v, int | float)}
+    if bad or isinstance(score.metrics, str):
+        return f"gave metrics {bad or score.metrics!r}; each must be a number in [0, 1]"
+    return ""
+
+
+def validate_task(task: object, *, score: bool = True) -> Task:
+    """Check a task in full before anything starts, raising ValueError with the reason: it
+    implements the protocol; a seeded draw repeated gives the same problems; each problem is an
+    :class:`Example` whose ``meta`` survives the trip to training exactly (JSON, types
+    included); and (``score``) a demonstration is a string and its score has the documented
+    types (:class:`Score`, a finite outcome, spans inside the completion)."""
+    import random
+
+    task = check_task(task)
+    first = [task.sample(random.Random(f"check-{i}")) for i in range(3)]
+    again = [task.sample(random.Random(f"check-{i}")) for i in range(3)]
+    for ex in first:
+        if not isinstance(ex, Example):
+            raise ValueError(f"sample() returned a {type(ex).__name__}, not an Example")
+        if not isinstance(ex.prompt, str) or not isinstance(ex.answer, str):
+            raise ValueError(
+                f"sample() gave a prompt {type(ex.prompt).__name__} and an answer "
+                f"{type(ex.answer).__name__}; both must be strings"
+            )
+        problem = _meta_problem(ex.meta)
+        if problem:
+            raise ValueError(problem)
+    if [e.to_row() for e in first] != [e.to_row() for e in again]:
+        raise ValueError(
+            "sample() gave different problems for the same seed: draw only from the rng it is "
+            "given (not the random module or the clock), so runs are reproducible"
+        )
+    if not score:
+        return task
+    demo = task.demonstration(first[0])
+    if not isinstance(demo, str):
+        raise ValueError(f"demonstration() returned a {type(demo).__name__}, not a string")
+    problem = _score_problem(task.score(first[0], demo), demo)
+    if problem:
+        raise ValueError(f"score() of its own demonstration {problem}")
+    return task

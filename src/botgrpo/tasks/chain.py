@@ -22,7 +22,7 @@ outcome is not.
 The default teacher is flawed (:mod:`botgrpo.tasks.teacher`): it forgets the carry of an
 addition that crosses a tens boundary 70% of the time and goes on from the wrong total, so a
 warm start trained on its demonstrations has the right step in its distribution but prefers the
-slip. Single slips are likely; chains of 4-16 steps have 0-4 opportunities, so whole solutions
+slip. Single slips are likely; chains of 4-16 steps have typically 1-4 opportunities (up to about 10), so whole solutions
 are rarely right at first: the regime where RL works on a small model and process reward
 should matter most. ``ChainArithmetic(teacher=Teacher())`` demonstrates perfectly.
 """
@@ -34,10 +34,11 @@ import re
 from dataclasses import dataclass, field
 
 from botgrpo.rewards.steps import parse_steps
+from botgrpo.rewards.text import remove_blanks, strip_blanks
 from botgrpo.tasks.base import Example, Score, StepVerdict
 from botgrpo.tasks.teacher import Teacher, demonstration_rng
 
-_LINE = re.compile(r"^(?:([a-z]):)?(-?\d+)([+-])(\d+)=(-?\d+)$")
+_LINE = re.compile(r"^(?:([a-z]):)?(-?\d+)([+-])(\d+)=(-?\d+)$", re.ASCII)  # ASCII digits only
 _KEYS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -132,7 +133,7 @@ class ChainArithmetic:
             verdict, previous = self._step_verdict(step.text, k, numbers, ops, previous, self.keyed)
             verdicts.append(StepVerdict(step.start, step.end, verdict))
         answer = parsed.final_text
-        solved = answer is not None and answer.strip() == example.answer
+        solved = answer is not None and strip_blanks(answer) == example.answer
         well_formed = parsed.verdict == "well_formed" and answer is not None
         well_formed = well_formed and len(parsed.steps) == len(ops)
         return Score(float(solved), tuple(verdicts), well_formed, answer)
@@ -142,7 +143,7 @@ class ChainArithmetic:
         text: str, k: int, numbers: list[int], ops: list[str], previous: int | None, keyed: bool
     ) -> tuple[int, int | None]:
         """(verdict, the result this line claims) for line k."""
-        m = _LINE.match(text.replace(" ", ""))
+        m = _LINE.match(remove_blanks(text))
         if m is None or k >= len(ops):
             return -1, None
         key, left, op, right, result = m[1], int(m[2]), m[3], int(m[4]), int(m[5])

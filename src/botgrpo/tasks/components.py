@@ -38,12 +38,21 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from botgrpo.rewards.calling import resolve_tokenizer, tokenize_completions
+from botgrpo.rewards.text import JS_BREAK, line_contents
+from botgrpo.rewards.types import TokenReward
 from botgrpo.tasks.base import Example, Score, StepVerdict
-from botgrpo.tasks.code import COMPARE_DEFAULTS, REACT_DEMO_DEFAULTS
+from botgrpo.tasks.code import (
+    COMPARE_DEFAULTS,
+    REACT_DEMO_DEFAULTS,
+    code_examples,
+    log_code_scores,
+)
 from botgrpo.tasks.teacher import Teacher, demonstration_rng
 
 
@@ -77,7 +86,7 @@ class ReactComponents:
     Attributes:
         min_parts: fewest parts besides the title (1-5).
         max_parts: most parts besides the title (min_parts-5; 4 keeps completions within
-            about 360 characters).
+            about 430 characters).
         teacher: who writes the demonstrations: slips ``tag``, ``attr``, ``key``, ``hook``,
             ``undefined`` (joined with "+") at a rate; the default slips ``tag+undefined+attr``
             at 0.3; ``Teacher()`` for perfect ones.
@@ -179,8 +188,6 @@ class ReactComponents:
 
     def reward_function(self, tokenizer, config=None):
         """The React recipe's token reward with this task's outcome (see :mod:`.code`)."""
-        from botgrpo.tasks.code import make_react_task_reward
-
         return make_react_task_reward(self, tokenizer, config)
 
 
@@ -261,17 +268,49 @@ def score_check(example: Example, completion: str, block, check) -> Score:
     solved = compiled and check.blank is False and shows(check.text, example.meta["spec"])
     steps = tuple(
         StepVerdict(block.start + start, block.start + end, -1 if k + 1 in bad_lines else 1)
-        for k, (start, end) in enumerate(_line_offsets(block.code))
+        for k, (start, end) in enumerate(line_contents(block.code, breaks=JS_BREAK))
     )
     metrics = {"compiled": float(compiled), "clean": float(clean)}
     return Score(float(solved), steps, True, check.text, metrics)
 
 
-def _line_offsets(code: str) -> list[tuple[int, int]]:
-    """(start, end) of each line of ``code``; a final newline ends the last line (no empty
-    step after it)."""
-    out, at = [], 0
-    for line in code.split("\n")[: code.count("\n") + (not code.endswith("\n"))]:
-        out.append((at, at + len(line)))
-        at += len(line) + 1
-    return out
+def make_react_task_reward(task, tokenizer: Any, config=None) -> Callable[..., list[TokenReward]]:
+    """The React recipe's token reward (``config``: a
+    :class:`~botgrpo.rewards.recipes.react.ReactRewardConfig` or a mapping of its options)
+    whose G also gets ``task.solved_weight`` for a solved component; renders are bounded by
+    ``task.render_timeout_s``, as in the task's evaluation."""
+    from botgrpo.rewards.configs import config_from_mapping
+    from botgrpo.rewards.recipes.react import ReactRewardConfig, check_components
+    from botgrpo.rewards.recipes.react.recipe import extract_react_block, score_react_completion
+
+    cfg = config_from_mapping(ReactRewardConfig, config)
+    tok = resolve_tokenizer(tokenizer)
+    name = f"{task.name}_line_reward"
+
+    def reward(prompts=None, completions: Sequence[Any] = (), completion_ids=None, **columns):
+        t0 = time.perf_counter()
+        tokens = tokenize_completions(tok, completions, completion_ids, name)
+        examples = code_examples(prompts, columns, len(tokens), name)
+        blocks = [extract_react_block(t.text, cfg.languages) for t in tokens]
+        blocks = [b if b is not None and b.code.strip() else None for b in blocks]
+        codes = sorted({b.code for b in blocks if b is not None})
+        t1 = time.perf_counter()
+        ran = check_components(codes, render=cfg.render, timeout_s=task.render_timeout_s)
+        checks = dict(zip(codes, ran, strict=True))
+        t2 = time.perf_counter()
+        out, scores = [], []
+        for t, ex, block in zip(tokens, examples, blocks, strict=True):
+            check = checks.get(block.code) if block is not None else None
+            score = score_check(ex, t.text, block, check)
+            base = score_react_completion(t, cfg, check=check, block=block)
+            bonus = task.solved_weight * score.outcome
+            info = {**base.info, "solved": score.solved, **score.metrics}
+            out.append(TokenReward(outcome=base.outcome + bonus, local=base.local, info=info))
+            scores.append(score)
+        times = {"extract": t1 - t0, "check": t2 - t1, "score": time.perf_counter() - t2}
+        log_code_scores(columns, scores, len(codes), times)
+        return out
+
+    reward.__name__ = reward.__qualname__ = name
+    reward.local_bound = cfg.lines.bound  # type: ignore[attr-defined]
+    return reward

@@ -35,12 +35,16 @@ wrong comparison or range bound: a failing test).
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
+from botgrpo.rewards.calling import resolve_tokenizer, tokenize_completions
+from botgrpo.rewards.text import line_contents
+from botgrpo.rewards.types import TokenReward
 from botgrpo.tasks.base import Example, Score, StepVerdict
-from botgrpo.tasks.code import COMPARE_DEFAULTS, DEMO_DEFAULTS
+from botgrpo.tasks.code import COMPARE_DEFAULTS, DEMO_DEFAULTS, code_examples, log_code_scores
 from botgrpo.tasks.teacher import Teacher, demonstration_rng
 
 LIST_NAMES = ("nums", "xs", "items", "values", "data")
@@ -235,8 +239,6 @@ class PythonFunctions:
     def score_batch(self, examples: Sequence[Example], completions: Sequence[str]) -> list[Score]:
         """:meth:`score` of many completions, tests run in parallel in the sandbox (each
         distinct code and test pair once)."""
-        from botgrpo.tasks.code import python_checks
-
         return [
             score_python_check(c, block, analysis, tests)
             for c, (block, analysis, tests) in zip(
@@ -246,8 +248,6 @@ class PythonFunctions:
 
     def reward_function(self, tokenizer, config=None):
         """The Python recipe's token reward with this task's outcome (see :mod:`.code`)."""
-        from botgrpo.tasks.code import make_python_task_reward
-
         return make_python_task_reward(self, tokenizer, config)
 
 
@@ -287,10 +287,80 @@ def score_python_check(completion: str, block, analysis, tests) -> Score:
     compiled = analysis.syntax is None and not failing
     clean = compiled and not any(d.severity in ("fatal", "error") for d in analysis.diagnostics)
     solved = compiled and tests is not None and tests.total > 0 and tests.passed == tests.total
-    steps = []
-    at = block.start
-    for k, line in enumerate(block.code.split("\n")[: block.n_lines]):
-        steps.append(StepVerdict(at, at + len(line), -1 if k + 1 in bad else 1))
-        at += len(line) + 1
+    steps = [
+        StepVerdict(a, b, -1 if k + 1 in bad else 1)
+        for k, (a, b) in enumerate(line_contents(block.code))
+        for a, b in [(block.start + a, block.start + b)]
+    ]
     metrics = {"compiled": float(compiled), "clean": float(clean)}
     return Score(float(solved), tuple(steps), True, None, metrics)
+
+
+def python_checks(task, examples: Sequence[Example], completions: Sequence[str]):
+    """(block, analysis, tests) per completion: each distinct code analysed once, each distinct
+    (code, tests) pair run once in the sandbox (None for code that does not parse)."""
+    from botgrpo.rewards.code_blocks import PYTHON_LANGUAGES, extract_code_block
+    from botgrpo.rewards.recipes.python import TestOutcome
+    from botgrpo.rewards.sandbox import run_python_tests_many
+    from botgrpo.rewards.verifiers.python_diagnostics import analyse_python
+
+    blocks = [extract_code_block(c, PYTHON_LANGUAGES) for c in completions]
+    analyses = {b.code: analyse_python(b.code) for b in blocks if b is not None}
+    pairs = sorted(
+        {
+            (b.code, ex.meta["test"])
+            for b, ex in zip(blocks, examples, strict=True)
+            if b is not None and not analyses[b.code].empty and analyses[b.code].syntax is None
+        }
+    )
+    results = run_python_tests_many(
+        [code for code, _ in pairs],
+        [test for _, test in pairs],
+        timeout_s=task.test_timeout_s,
+    )
+    tests = {
+        pair: TestOutcome(r.passed, r.total, tuple(r.failing_lines))
+        for pair, r in zip(pairs, results, strict=True)
+    }
+    out = []
+    for block, ex in zip(blocks, examples, strict=True):
+        if block is None:
+            out.append((None, None, None))
+            continue
+        out.append((block, analyses[block.code], tests.get((block.code, ex.meta["test"]))))
+    return out
+
+
+def make_python_task_reward(task, tokenizer: Any, config=None) -> Callable[..., list[TokenReward]]:
+    """The Python recipe's token reward (``config``: a
+    :class:`~botgrpo.rewards.recipes.python.PythonRewardConfig` or a mapping of its options):
+    G = syntax or lint terms + the share of the task's tests passed."""
+    from botgrpo.rewards.configs import config_from_mapping
+    from botgrpo.rewards.recipes.python import PythonRewardConfig, score_python_completion
+
+    cfg = config_from_mapping(PythonRewardConfig, config)
+    tok = resolve_tokenizer(tokenizer)
+    name = f"{task.name}_line_reward"
+
+    def reward(prompts=None, completions: Sequence[Any] = (), completion_ids=None, **columns):
+        t0 = time.perf_counter()
+        tokens = tokenize_completions(tok, completions, completion_ids, name)
+        examples = code_examples(prompts, columns, len(tokens), name)
+        t1 = time.perf_counter()
+        parts = python_checks(task, examples, [t.text for t in tokens])
+        t2 = time.perf_counter()
+        out, scores = [], []
+        for t, (block, analysis, tests) in zip(tokens, parts, strict=True):
+            score = score_python_check(t.text, block, analysis, tests)
+            base = score_python_completion(t, cfg, tests=tests, block=block, analysis=analysis)
+            info = {**base.info, "solved": score.solved, **score.metrics}
+            out.append(TokenReward(outcome=base.outcome, local=base.local, info=info))
+            scores.append(score)
+        distinct = len({b.code for b, _, _ in parts if b is not None})
+        times = {"extract": t1 - t0, "check": t2 - t1, "score": time.perf_counter() - t2}
+        log_code_scores(columns, scores, distinct, times)
+        return out
+
+    reward.__name__ = reward.__qualname__ = name
+    reward.local_bound = cfg.lines.bound  # type: ignore[attr-defined]
+    return reward

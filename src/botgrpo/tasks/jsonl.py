@@ -25,9 +25,19 @@ from botgrpo.tasks.base import Example, Score, StepVerdict
 
 
 def read_jsonl_problems(path: str | Path) -> list[dict]:
-    """Rows of a JSONL problem file, validated (the error names the line)."""
+    """Rows of a JSONL problem file, validated (the error names the line). UTF-8, with or
+    without a byte-order mark; lines end at ``\\n`` (a ``\\r`` before it is JSON whitespace),
+    so a JSON string holding U+2028 or U+0085 as written by ``ensure_ascii=False`` stays one
+    line."""
     rows = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        line = Path(path).read_bytes()[: err.start].count(b"\n") + 1
+        raise ValueError(
+            f"{path}:{line}: not UTF-8 text ({err.reason}); save it as UTF-8"
+        ) from None
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:

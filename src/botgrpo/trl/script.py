@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
+from botgrpo.folders import check_folder_kind, check_not_busy, command_line, own_folder
 from botgrpo.rewards.judges.options import JUDGE_ARGUMENTS, judge_config
 from botgrpo.scoring.loading import (
     BUILTIN_REWARDS,
@@ -50,8 +52,9 @@ class TrainScriptArguments(ScriptArguments):
         metadata={
             "help": "A procedural task instead of dataset_name: 'arithmetic' (prompts 'a+b=', "
             "answer column; for CPU smoke runs with the tiny model) or any botgrpo task spec "
-            "(chain, columns, jsonl:PATH, reasoning_gym:DATASET, package.module:factory; see "
-            "docs/tasks.md), whose step reward is the reward function 'task_reward'. Not with "
+            "(chain, columns, react, python, jsonl:PATH, reasoning_gym:DATASET, "
+            "package.module:factory; see docs/tasks.md), whose reward (the step reward; the "
+            "code tasks' line recipe) is the reward function 'task_reward'. Not with "
             "dataset_name; 'none' clears a recipe's task."
         },
     )
@@ -97,8 +100,8 @@ class TrainScriptArguments(ScriptArguments):
         default_factory=lambda: ["arithmetic_token_reward"],
         metadata={
             "help": "Reward functions: built-in names ("
-            + ", ".join(BUILTIN_REWARDS)
-            + ") or import paths 'pkg.module:function'. A trailing '()' marks a factory, called "
+            + ", ".join([*BUILTIN_REWARDS, TASK_REWARD])
+            + "; task_reward: the task's own, with task set) or import paths 'pkg.module:function'. A trailing '()' marks a factory, called "
             "with tokenizer=<the policy's tokenizer> when it takes one, plus the keyword "
             "arguments in reward_func_kwargs[entry]."
         },
@@ -166,10 +169,19 @@ class TrainScriptArguments(ScriptArguments):
             )
 
 
+def _escape_percent(m: re.Match) -> str:
+    """``%`` as argparse must read it in help: ``%%`` and ``%(default)s`` kept, a lone ``%``
+    doubled."""
+    return m.group(0) if m.group(0) != "%" else "%%"
+
+
 def make_train_parser(prog: str = "botgrpo train") -> TrlParser:
     """The ``botgrpo train`` parser: TrainScriptArguments, BoTGRPOConfig and TRL's ModelConfig;
     a malformed flag is one line (:class:`~botgrpo.usage.UsageError`), not the whole usage."""
     parser = TrlParser((TrainScriptArguments, BoTGRPOConfig, ModelConfig), prog=prog)
+    for action in parser._actions:  # a field's help is prose: "20%" is not a format directive
+        if isinstance(action.help, str):
+            action.help = re.sub(r"%%|%\(\w+\)s|%", _escape_percent, action.help)
     return one_line_parser_errors(parser)
 
 
@@ -184,7 +196,7 @@ NOTHING_TO_TRAIN = (
 def warm_model_path(name_or_path: str) -> Path:
     """The folder of ``warm:NAME``, the warm start shipped for task NAME (e.g. ``warm:chain``,
     the demo's starting checkpoint); ValueError naming the shipped ones."""
-    from botgrpo.harness.warmstart import shipped_warm_start
+    from botgrpo.shipped import shipped_warm_start
 
     try:
         return shipped_warm_start(name_or_path[len(WARM_PREFIX) :])
@@ -329,6 +341,8 @@ def check_train_inputs(
     if config is not None:
         try:
             check_writable_folder(config.output_dir, "output_dir")
+            check_folder_kind(config.output_dir, "training", what="output_dir")
+            check_not_busy(config.output_dir, "output_dir")
         except ValueError as err:
             raise UsageError(str(err)) from err
         weights = config.reward_weights
@@ -352,6 +366,7 @@ def check_train_inputs(
                     "or a tiny model's folder"
                 )
             check_writable_folder(tiny_dir, "the tiny model's folder")
+            check_folder_kind(tiny_dir, "model", what="the tiny model's folder")
         except (ValueError, OSError) as err:
             raise UsageError(f"model_name_or_path {model_name_or_path!r}: {err}") from err
     if model_name_or_path.startswith(WARM_PREFIX):
@@ -369,6 +384,13 @@ def check_train_inputs(
         raise UsageError("set task (e.g. arithmetic or chain) or dataset_name")
     if args.task not in (None, "arithmetic"):
         task = check_task_spec(args.task)
+        if model_name_or_path.startswith((TINY_PREFIX, WARM_PREFIX)):
+            from botgrpo.tasks.vocabulary import check_tiny_vocabulary
+
+            try:
+                check_tiny_vocabulary(task)
+            except ValueError as err:
+                raise UsageError(str(err)) from err
         if args.verdict_noise is not None:
             from botgrpo.tasks.noise import with_verdict_noise
 
@@ -474,15 +496,16 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
         raise UsageError(
             f"reward functions {script_args.reward_funcs}: {' '.join(str(err).split())}"
         ) from err
-    trainer = BoTGRPOTrainer(
-        model=model_path,
-        reward_funcs=reward_funcs,
-        args=config,
-        train_dataset=train_set,
-        eval_dataset=eval_set if config.eval_strategy != "no" else None,
-        processing_class=tokenizer,
-        peft_config=get_peft_config(model_args),
-    )
-    trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
-    trainer.save_model(config.output_dir)
+    with own_folder(config.output_dir, "training", command_line(), what="output_dir"):
+        trainer = BoTGRPOTrainer(
+            model=model_path,
+            reward_funcs=reward_funcs,
+            args=config,
+            train_dataset=train_set,
+            eval_dataset=eval_set if config.eval_strategy != "no" else None,
+            processing_class=tokenizer,
+            peft_config=get_peft_config(model_args),
+        )
+        trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+        trainer.save_model(config.output_dir)
     return config

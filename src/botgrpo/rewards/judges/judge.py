@@ -35,6 +35,7 @@ from botgrpo.rewards.judges.config import JudgeConfig
 from botgrpo.rewards.judges.parsing import parse_code_answer, parse_step_answer
 from botgrpo.rewards.judges.prompts import code_messages, step_messages
 from botgrpo.rewards.judges.results import CodeVerdict, StepVerdicts
+from botgrpo.rewards.text import count_lines
 
 __all__ = ["CodeJudge", "StepJudge"]
 
@@ -170,7 +171,7 @@ class CodeJudge(_Judge):
         """
         _check_text("CodeJudge.judge_code", "task", task)
         _check_text("CodeJudge.judge_code", "code", code)
-        n_lines = len(code.splitlines())
+        n_lines = count_lines(code)
         return self._judge(
             code_messages(task, code),
             parse=lambda text: parse_code_answer(text, n_lines),

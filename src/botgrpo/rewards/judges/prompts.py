@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from botgrpo.rewards.text import count_lines, split_lines
+
 STEP_SYSTEM_PROMPT = (
     "You are a meticulous mathematics grader. You check a student's solution step by step and "
     "report a verdict for every step in the exact format you are given."
@@ -69,7 +71,7 @@ def number_lines(code: str) -> str:
     1 | a = 1
     2 | print(a)
     """
-    lines = code.splitlines()
+    lines = split_lines(code)  # the lines Python and JavaScript number
     width = len(str(len(lines)))
     return "\n".join(f"{i:>{width}} | {line}" for i, line in enumerate(lines, start=1))
 
@@ -89,7 +91,7 @@ def step_messages(problem: str, steps: Sequence[str]) -> list[dict[str, str]]:
 
 def code_messages(task: str, code: str) -> list[dict[str, str]]:
     """Chat messages asking for a 0-10 score and the worst lines of ``code`` for ``task``."""
-    n_lines = len(code.splitlines())
+    n_lines = count_lines(code)
     user = (
         f"Task:\n{task.strip()}\n\n"
         f"Code ({n_lines} line{'' if n_lines == 1 else 's'}):\n{number_lines(code)}\n\n"

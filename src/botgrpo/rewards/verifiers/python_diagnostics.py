@@ -31,6 +31,8 @@ from typing import Literal
 
 from pyflakes import checker as pyflakes_checker
 
+from botgrpo.rewards.text import count_lines
+
 __all__ = [
     "Diagnostic",
     "PythonAnalysis",
@@ -127,7 +129,7 @@ def pyflakes_severity(kind: str) -> Severity:
 
 
 def _n_lines(code: str) -> int:
-    return max(len(code.splitlines()), 1)
+    return max(count_lines(code), 1)
 
 
 def _compile_error(exc: BaseException, code: str) -> Diagnostic:

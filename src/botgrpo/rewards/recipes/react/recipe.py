@@ -55,6 +55,7 @@ from botgrpo.rewards.recipes.react.checks import (
 )
 from botgrpo.rewards.recipes.react.worker import WorkerPool
 from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
+from botgrpo.rewards.text import JS_BREAK, count_lines
 from botgrpo.rewards.types import TokenReward
 from botgrpo.rewards.verifiers import SeverityWeights
 
@@ -241,9 +242,11 @@ def score_react_completion(
             outcome=cfg.no_code_score + judge_term + shot_term, local=zeros, info=info
         )
     outcome, parts = _global(check, cfg)
-    penalties = _line_penalties(check, judge, block.n_lines, cfg) if cfg.line_penalties else {}
-    values = line_values(penalties, block.n_lines, cfg.lines)
-    spans = validate_spans(block.line_spans(tokens.text), len(tokens.text), what="line span")
+    n_lines = count_lines(block.code, JS_BREAK)  # Babel and ESLint end lines at U+2028 too
+    penalties = _line_penalties(check, judge, n_lines, cfg) if cfg.line_penalties else {}
+    values = line_values(penalties, n_lines, cfg.lines)
+    spans = block.line_spans(tokens.text, JS_BREAK)
+    spans = validate_spans(spans, len(tokens.text), what="line span")
     local = clamp_local(spread_span_scores(tokens.offsets_T2, spans, values), cfg.lines.bound)
     info = {
         "code_span": (block.start, block.end),

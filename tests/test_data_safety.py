@@ -1,0 +1,294 @@
+"""Folders have one owner, interrupted commands leave nothing half-written, summaries trust the
+runs' records: real processes on one folder, in both orders."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from botgrpo.cli import main
+from botgrpo.folders import (
+    FolderBusy,
+    FolderOwned,
+    check_folder_kind,
+    folder_kind,
+    own_folder,
+)
+from botgrpo.harness.warmstart import REQUIRED_FILES, is_complete
+from botgrpo.shipped import PACKAGED_DIR
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+
+#: A warm start small enough to train in seconds: chain of 2 steps, 30 optimizer steps.
+WARM = textwrap.dedent(
+    """
+    import sys
+    from botgrpo.harness.warmstart import WarmStartConfig, warm_start
+    from botgrpo.tasks import load_task
+    from botgrpo.tiny import TinyModelSpec
+    steps = int(sys.argv[2])
+    spec = TinyModelSpec(hidden=16, layers=1, heads=2, kv_heads=1, intermediate=32,
+                         max_positions=64)
+    cfg = WarmStartConfig(steps=steps, batch_size=4, model=spec)
+    task = load_task("chain:min_steps=2,max_steps=2")
+    print("path", warm_start(task, cfg, sys.argv[1], progress=False), flush=True)
+    """
+)
+
+
+def _warm(cache: Path, steps: int = 30) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", WARM, str(cache), str(steps)],
+        env=ENV,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_two_commands_needing_one_new_warm_start_share_it(tmp_path):
+    cache = tmp_path / "cache"
+    first, second = _warm(cache), _warm(cache)
+    outs = [p.communicate(timeout=300) for p in (first, second)]
+    assert [p.returncode for p in (first, second)] == [0, 0], outs
+    paths = {line.split(" ", 1)[1] for out, _ in outs for line in out.splitlines()}
+    assert len(paths) == 1
+    entry = Path(paths.pop())
+    assert is_complete(entry) and folder_kind(entry) == "warm-start"
+    trained = sum("training one" in err for _, err in outs)
+    assert trained == 1, [err for _, err in outs]  # the other waited and reused it
+    leftovers = [p.name for p in cache.iterdir() if p != entry and not p.name.endswith(".lock")]
+    assert leftovers == []
+
+
+def test_an_incomplete_entry_is_rebuilt_not_taken(tmp_path):
+    cache = tmp_path / "cache"
+    done = _warm(cache)
+    out, _ = done.communicate(timeout=300)
+    entry = Path(out.split(" ", 1)[1].strip())
+    (entry / "tokenizer.json").unlink()  # as a crash of an older botgrpo left it
+    assert not is_complete(entry)
+    again = _warm(cache)
+    _, err = again.communicate(timeout=300)
+    assert again.returncode == 0 and "training one" in err
+    assert all((entry / name).is_file() for name in REQUIRED_FILES)
+
+
+def test_an_interrupted_warm_start_leaves_nothing_and_the_next_run_builds(tmp_path):
+    cache = tmp_path / "cache"
+    proc = _warm(cache, steps=100_000)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(cache.glob(".warm-*.tmp/model.safetensors")):
+        time.sleep(0.2)
+    assert any(cache.glob(".warm-*.tmp")), "training had not started"
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []
+    again = _warm(cache)
+    out, _ = again.communicate(timeout=300)
+    assert again.returncode == 0 and is_complete(Path(out.split(" ", 1)[1].strip()))
+
+
+HOLD = textwrap.dedent(
+    """
+    import sys, time
+    from botgrpo.folders import own_folder
+    with own_folder(sys.argv[1], "comparison", "botgrpo compare --name held"):
+        print("held", flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def _holder(folder: Path) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(folder)], env=ENV, stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "held"
+    return proc
+
+
+def test_a_folder_in_use_is_refused_naming_its_holder(tmp_path):
+    folder = tmp_path / "runs" / "held"
+    proc = _holder(folder)
+    try:
+        busy = pytest.raises(FolderBusy, match=rf"botgrpo compare --name held, pid {proc.pid}")
+        with busy, own_folder(folder, "comparison", "second"):
+            pass
+    finally:
+        proc.kill()
+        proc.wait()
+    with own_folder(folder, "comparison", "second"):  # free once its holder is gone, however
+        pass
+
+
+def test_compare_on_a_folder_in_use_ends_in_one_line_before_anything(tmp_path, capsys):
+    folder = tmp_path / "runs" / "held"
+    proc = _holder(folder)
+    try:
+        before = sorted(p.name for p in folder.iterdir())
+        code = main(["compare", "--out-dir", str(tmp_path / "runs"), "--name", "held"])
+    finally:
+        proc.kill()
+        proc.wait()
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "in use by" in err, err
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert not (tmp_path / "runs" / ".cache").exists()
+
+
+def _comparison_folder(root: Path) -> Path:
+    root.mkdir(parents=True)
+    (root / "config.json").write_text(json.dumps({"task": "chain", "methods": ["bot"], "seeds": 1}))
+    (root / "runs").mkdir()
+    return root
+
+
+@pytest.mark.parametrize("target", ["comparison", "run", "warm-start", "shipped"])
+def test_train_refuses_an_output_dir_another_command_owns(tmp_path, capsys, target):
+    comparison = _comparison_folder(tmp_path / "runs" / "cmp")
+    run = comparison / "runs" / "bot-lr0.0001-s0"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text("")
+    (run / "done.json").write_text("{}")
+    warm = tmp_path / "runs" / ".cache" / "warm-0123"
+    warm.mkdir(parents=True)
+    for name in REQUIRED_FILES:
+        (warm / name).write_text("{}")
+    folder = {
+        "comparison": comparison,
+        "run": run,
+        "warm-start": warm,
+        "shipped": PACKAGED_DIR / "chain",
+    }[target]
+    before = {p: p.stat().st_mtime_ns for p in folder.rglob("*")}
+    code = main(["train", "--config", "recipes/chain_tiny_cpu.yaml", "--output_dir", str(folder)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "pick another folder" in err or "outside it" in err
+    assert {p: p.stat().st_mtime_ns for p in folder.rglob("*")} == before
+
+
+def test_a_folder_inside_one_botgrpo_owns_is_refused(tmp_path):
+    comparison = _comparison_folder(tmp_path / "cmp")
+    with pytest.raises(FolderOwned, match="lies inside"):
+        check_folder_kind(comparison / "runs" / "mine", "training")
+    check_folder_kind(tmp_path / "elsewhere", "training")  # a new folder is free
+    check_folder_kind(comparison, "comparison")  # its own kind resumes
+
+
+def test_folders_made_before_markers_are_recognised(tmp_path):
+    summary = tmp_path / "s"
+    summary.mkdir()
+    (summary / "config.json").write_text(json.dumps({"task": "chain", "methods": [], "seeds": 1}))
+    (summary / "summary.json").write_text("{}")
+    (summary / "summary.md").write_text("")
+    assert folder_kind(summary) == "summary"
+    assert folder_kind(_comparison_folder(tmp_path / "c")) == "comparison"
+    repo = tmp_path / "repo"
+    (repo / "runs").mkdir(parents=True)  # a folder that merely holds a runs/ folder is nobody's
+    assert folder_kind(repo) is None
+
+
+def test_summarize_trusts_the_runs_records_over_an_edited_config(tmp_path, capsys):
+    import dataclasses
+
+    from botgrpo.harness.config import CompareConfig
+
+    root = tmp_path / "a"
+    cfg = CompareConfig(name="a", methods=("grpo", "bot"), seeds=2, steps=50, eval_every=10)
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), default=list))
+    for method in cfg.methods:
+        for seed in range(2):
+            run = root / "runs" / f"{method}-lr0.0001-s{seed}"
+            run.mkdir(parents=True)
+            rows = [
+                {"kind": "eval", "method": method, "seed": seed, "lr": 1e-4, "step": 10 * i,
+                 "sampled_solved": 0.1 * i, "greedy_solved": 0.05 * i}
+                for i in range(6)
+            ]  # fmt: skip
+            (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+            settings = {"method": method, "seed": seed, "learning_rate": 1e-4, "steps": 50}
+            (run / "done.json").write_text(json.dumps({"seconds": 6.0, "settings": settings}))
+    config = json.loads((root / "config.json").read_text())
+    config["steps"] = 400  # edited by hand
+    (root / "config.json").write_text(json.dumps(config))
+    assert main(["summarize", str(root), "--out", str(tmp_path / "out")]) == 0
+    err = capsys.readouterr().err
+    assert "disagrees with its runs' records (steps 400 -> 50)" in err
+    assert json.loads((tmp_path / "out" / "config.json").read_text())["steps"] == 50
+
+
+def test_ctrl_c_ends_a_command_in_one_line(tmp_path):
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "botgrpo.cli",
+            "warm-start",
+            "--task",
+            "chain:min_steps=2,max_steps=2",
+            "--out-dir",
+            str(tmp_path / "out"),
+            "--warm-start-steps",
+            "100000",
+            "--retrain",
+        ],
+        env=ENV,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen = []
+    while not any("training one" in x for x in seen):
+        seen.append(proc.stderr.readline())
+        assert seen[-1], "".join(seen)
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert proc.returncode == 130 and "interrupted" in lines[-1], err
+    assert "Traceback" not in err and sum("interrupted" in x for x in lines) == 1, err
+    cache = tmp_path / "out" / ".cache"
+    assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_a_folder_this_process_holds_is_refused_to_another_process(tmp_path):
+    """The other order: the holder here, the second command a real `botgrpo` process."""
+    import dataclasses
+
+    from botgrpo.harness.config import CompareConfig
+
+    folder = tmp_path / "runs" / "mine"
+    with own_folder(folder, "comparison", "botgrpo compare --name mine"):
+        cfg = CompareConfig(name="mine", methods=("bot",), seeds=1)
+        (folder / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), default=list))
+        proc = subprocess.run(
+            [sys.executable, "-m", "botgrpo.cli", "summarize", str(folder)],
+            env=ENV,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert proc.returncode == 2, proc.stderr
+    assert f"in use by botgrpo compare --name mine, pid {os.getpid()}" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", ["compare", "warm-start"])
+def test_out_dir_inside_a_comparison_is_refused(tmp_path, capsys, command):
+    comparison = _comparison_folder(tmp_path / "runs" / "cmp")
+    before = sorted(p.name for p in comparison.iterdir())
+    assert main([command, "--out-dir", str(comparison)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "a `botgrpo compare` comparison" in err, err
+    assert sorted(p.name for p in comparison.iterdir()) == before

@@ -46,7 +46,8 @@ ALLOWED = {
     "verifiers": {"verifiers", TEXT},
     "judges": {"judges", TEXT},
     "sandbox": {"sandbox"},
-    "recipes": {"machinery", "verifiers", "judges", "sandbox", "recipes", TEXT},
+    "prm": {"prm", "machinery", TEXT},
+    "recipes": {"machinery", "verifiers", "judges", "sandbox", "prm", "recipes", TEXT},
 }
 
 

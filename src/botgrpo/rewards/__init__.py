@@ -22,7 +22,8 @@ subpackages: :mod:`~botgrpo.rewards.types` (:class:`TokenReward`),
 (TRL's calling convention), :mod:`~botgrpo.rewards.configs` and
 :mod:`~botgrpo.rewards.validate` (:func:`validate_token_rewards` checks any reward function's
 output). Verdict sources live in subpackages: :mod:`botgrpo.rewards.verifiers` (symbolic step
-verifier, final-answer check, Python diagnostics), :mod:`botgrpo.rewards.judges` (LLM judges)
+verifier, final-answer check, Python diagnostics), :mod:`botgrpo.rewards.judges` (LLM judges),
+:mod:`botgrpo.rewards.prm` (process reward models, read with the machinery's config checks)
 and :mod:`botgrpo.rewards.sandbox` (isolated execution of generated code). Beneath all of them,
 :mod:`~botgrpo.rewards.text` says where lines end and what counts as blank, the same for every
 reader (CRLF, CR, a byte-order mark and Unicode separators read as their LF form).

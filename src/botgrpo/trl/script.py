@@ -22,6 +22,7 @@ from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
 from botgrpo.folders import check_folder_kind, check_not_busy, command_line, own_folder
 from botgrpo.rewards.judges.options import JUDGE_ARGUMENTS, judge_config
+from botgrpo.rewards.prm import check_prm_options
 from botgrpo.scoring.loading import (
     BUILTIN_REWARDS,
     TASK_REWARD,
@@ -458,8 +459,12 @@ def _check_reward_entry(entry: str, kwargs: dict[str, Any], task: str | None) ->
         ) from err
     for name, value in kwargs.items():  # judges named by options: checked before the model loads
         if name in JUDGE_ARGUMENTS and isinstance(value, Mapping):
+            where = f"reward_func_kwargs[{entry!r}][{name!r}]"
             try:
-                judge_config(value, f"reward_func_kwargs[{entry!r}][{name!r}]")
+                if name == "step_verifier" and "prm" in value:
+                    check_prm_options(value, where)
+                else:
+                    judge_config(value, where)
             except ValueError as err:
                 raise UsageError(str(err)) from err
 

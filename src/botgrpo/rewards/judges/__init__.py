@@ -3,7 +3,8 @@ OpenAI-compatible chat-completions endpoint (:mod:`~botgrpo.rewards.judges.judge
 judges, ``screenshot`` the vision judge of rendered pages; ``config``, ``client``, ``cache``, ``prompts``, ``parsing`` and ``results`` their
 settings, HTTP calls with retries, on-disk cache, prompts, answer parsers and result types). A
 judge is one verdict source among others: the built-in recipes take it as an argument. This
-package imports the standard library and httpx only, nothing else of botgrpo.
+package imports the standard library, httpx and :mod:`botgrpo.rewards.text` (where lines
+end) only, nothing else of botgrpo.
 
 >>> config = JudgeConfig(base_url="http://localhost:8000/v1", model="judge")
 >>> StepJudge(config).judge_steps("What is 2 + 2?", []).verdicts   # no steps: nothing to ask

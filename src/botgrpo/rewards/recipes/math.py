@@ -21,6 +21,7 @@ A completion whose answer cell is None gets None (TRL: "not applicable").
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,6 +36,7 @@ from botgrpo.rewards.calling import (
 from botgrpo.rewards.compose import FormatBonusConfig, StepSignalConfig, step_signal
 from botgrpo.rewards.configs import check_config_types, config_from_mapping
 from botgrpo.rewards.judges.options import as_judge
+from botgrpo.rewards.prm import prm_from_options
 from botgrpo.rewards.spans import TokenizedText
 from botgrpo.rewards.steps import STEP_FORMATS, ParsedSolution, StepFormat, parse_steps
 from botgrpo.rewards.types import TokenReward
@@ -153,7 +155,8 @@ def make_math_step_reward(
             the paper (tags, error propagation, w = 3, B = 1).
         step_verifier: verdict source ``(problem, steps) -> list[int] | obj.verdicts``, or a
             mapping of :class:`~botgrpo.rewards.judges.JudgeConfig` options for an LLM
-            :class:`~botgrpo.rewards.judges.StepJudge` (so YAML can name one);
+            :class:`~botgrpo.rewards.judges.StepJudge`, or ``{"prm": {PRMConfig options}}``
+            for a process reward model (:mod:`botgrpo.rewards.prm`) (so YAML can name one);
             default: :class:`~botgrpo.rewards.verifiers.symbolic.SymbolicStepVerifier`.
 
     The returned callable takes ``prompts, completions, completion_ids=None, **columns`` and
@@ -173,7 +176,8 @@ def make_math_step_reward(
     """
     cfg = config_from_mapping(MathRewardConfig, config)
     tok = resolve_tokenizer(tokenizer)
-    source = as_judge(step_verifier, "step", "step_verifier")
+    prm = prm_from_options(step_verifier)
+    source = prm if prm is not None else as_judge(step_verifier, "step", "step_verifier")
     source = source if source is not None else SymbolicStepVerifier(cfg.symbolic)
     if not (callable(source) or hasattr(source, "judge_steps") or hasattr(source, "judge_many")):
         raise TypeError("step_verifier must be callable (problem, steps) -> verdicts")
@@ -204,7 +208,11 @@ def make_math_step_reward(
         if todo:
             problems = [message_text(prompt_list[i], role="user") for i in todo]
             steps = [[s.text for s in parsed[i].steps] for i in todo]
+            start = time.perf_counter()
             verdicts.update(zip(todo, _judge_batch(source, problems, steps, todo), strict=True))
+            log_metric = kwargs.get("log_metric")
+            if callable(log_metric):  # under TRL: beside the other reward stages' seconds
+                log_metric("time/verdicts_s", time.perf_counter() - start)
         return [
             None
             if gold is None

@@ -227,3 +227,69 @@ def test_a_prm_folder_named_in_options_is_loaded_as_yaml_would_name_it(tmp_path)
 def test_a_missing_prm_folder_is_one_line(tmp_path):
     with pytest.raises(ValueError, match="cannot be loaded"):
         ProcessRewardModel({"model": str(tmp_path / "nothing-here")})
+
+
+# ---- a task judged by a learned verifier ------------------------------------------------------
+
+
+class AllWrong:
+    """A verifier that calls every step wrong (and records what it was shown)."""
+
+    def __init__(self):
+        self.seen = []
+
+    def judge_many(self, problems, steps_lists):
+        self.seen += list(zip(problems, steps_lists, strict=True))
+        return [[-1] * len(steps) for steps in steps_lists]
+
+
+def test_learned_verdicts_replace_only_the_step_verdicts():
+    import random
+
+    from botgrpo.tasks import load_task
+    from botgrpo.tasks.learned import LearnedVerdicts
+    from botgrpo.tasks.noise import clean_task
+
+    task = load_task("chain")
+    verifier = AllWrong()
+    judged = LearnedVerdicts(task, verifier, "test")
+    ex = task.sample(random.Random(0))
+    text = task.demonstration(ex)
+    clean, learned = task.score(ex, text), judged.score(ex, text)
+    assert [s.verdict for s in learned.steps] == [-1] * len(clean.steps)
+    assert (learned.outcome, learned.well_formed) == (clean.outcome, clean.well_formed)
+    assert [(s.start, s.end) for s in learned.steps] == [(s.start, s.end) for s in clean.steps]
+    problem, steps = verifier.seen[0]
+    assert problem == ex.prompt and steps == [text[s.start : s.end] for s in clean.steps]
+    assert clean_task(judged) is task and judged.name == task.name
+
+
+def test_learned_verdicts_refuse_a_task_with_its_own_reward():
+    from botgrpo.tasks import load_task
+    from botgrpo.tasks.learned import LearnedVerdicts
+
+    with pytest.raises(ValueError, match="its own reward function"):
+        LearnedVerdicts(load_task("python"), AllWrong())
+
+
+def test_compare_with_a_missing_prm_is_one_line_and_creates_nothing(tmp_path, capsys):
+    from botgrpo.cli import main
+
+    out = tmp_path / "out"
+    code = main(["compare", "--out-dir", str(out), "--step-verifier", f"prm:{tmp_path / 'no'}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "cannot be loaded" in err, err
+    assert not out.exists()
+
+
+def test_outcome_only_runs_do_not_depend_on_the_step_verifier():
+    import dataclasses
+
+    from botgrpo.harness.config import CompareConfig
+    from botgrpo.harness.runner import RunSpec, run_settings
+
+    cfg = CompareConfig()
+    prm = dataclasses.replace(cfg, step_verifier="prm:/some/prm")
+    grpo = [run_settings(RunSpec("grpo", 0, 1e-4, "m", "d", c)) for c in (cfg, prm)]
+    bot = [run_settings(RunSpec("bot", 0, 1e-4, "m", "d", c)) for c in (cfg, prm)]
+    assert grpo[0] == grpo[1] and bot[0] != bot[1]

@@ -229,6 +229,10 @@ def check_inputs(cfg: CompareConfig):
     check_folder_kind(root, "comparison", what="comparison folder")
     check_not_busy(root, "comparison folder")
     task = clean_task(with_verdict_noise(load_task(cfg.task), cfg.verdict_noise))
+    if cfg.step_verifier:
+        from botgrpo.tasks.learned import with_step_verifier
+
+        with_step_verifier(task, cfg.step_verifier)  # loads: a bad folder fails now
     resolve_task_defaults(cfg, task)
     if not cfg.init_model:
         check_tiny_vocabulary(task)

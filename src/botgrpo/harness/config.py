@@ -104,6 +104,11 @@ class CompareConfig:
     kinds flip, false_alarm, miss, random; see botgrpo.tasks.NoisyVerdicts); "" = the task's
     own verdicts. Evaluations always read clean verdicts; outcome-only methods (grpo, dapo, ...)
     see no verdicts, so their runs do not depend on it."""
+    step_verifier: str = ""
+    """Train with step verdicts from a learned verifier instead of the task's: prm:PATH, a
+    process reward model folder (token_classification layout, botgrpo.rewards.prm; e.g. one
+    benchmarks/train_prm.py trained). Evaluations read the task's exact verdicts; outcome-only
+    methods see no verdicts, so their runs do not depend on it. Not with verdict_noise."""
     critic_learning_rate: float | None = None
     """Learning rate of method ppo's critic (its value model); None = the run's own rate. Other
     methods have no critic, so their runs do not depend on it."""
@@ -269,6 +274,16 @@ class CompareConfig:
             from botgrpo.tasks.noise import VerdictNoise
 
             self.verdict_noise = VerdictNoise.parse(self.verdict_noise).spec()
+        if self.step_verifier:
+            from botgrpo.tasks.learned import PRM_PREFIX
+
+            path = self.step_verifier.removeprefix(PRM_PREFIX)
+            if not self.step_verifier.startswith(PRM_PREFIX) or not path:
+                raise ValueError(
+                    f"step_verifier {self.step_verifier!r}: write prm:PATH (a PRM folder)"
+                )
+            if self.verdict_noise:
+                raise ValueError("give verdict_noise or step_verifier, not both")
         check_finite_number(
             "warm_start_anneal", self.warm_start_anneal, low=0.0, low_inclusive=False
         )

@@ -101,8 +101,9 @@ def _reads_verdicts(method: str) -> bool:
 def run_settings(spec: RunSpec) -> dict:
     """What a run's results depend on: its method, seed, rate, checkpoint and the run options."""
     options = {k: v for k, v in asdict(spec.config).items() if k not in _NOT_RUN_SETTINGS}
-    if not options.get("verdict_noise") or not _reads_verdicts(spec.method):
-        options.pop("verdict_noise", None)  # clean verdicts; or a method that reads none
+    for key in ("verdict_noise", "step_verifier"):
+        if not options.get(key) or not _reads_verdicts(spec.method):
+            options.pop(key, None)  # the task's own verdicts; or a method that reads none
     if options.get("critic_learning_rate") is None or spec.method != "ppo":
         options.pop("critic_learning_rate", None)  # the run's own rate; or a method without one
     if options.get("greedy", True):
@@ -404,6 +405,7 @@ def execute_run(spec: RunSpec) -> str:
     from botgrpo.harness.evaluate import held_out_examples, held_out_prompts
     from botgrpo.tasks import load_task
     from botgrpo.tasks.data import sample_examples, task_dataset
+    from botgrpo.tasks.learned import with_step_verifier
     from botgrpo.tasks.noise import clean_task, with_verdict_noise
     from botgrpo.tasks.reward import task_reward
     from botgrpo.trl import BoTGRPOTrainer
@@ -416,6 +418,8 @@ def execute_run(spec: RunSpec) -> str:
     out.mkdir(parents=True)
     mark_folder(out, "run", f"botgrpo compare: {spec.label}")
     judged = with_verdict_noise(load_task(cfg.task), cfg.verdict_noise)  # the training reward's
+    if _reads_verdicts(spec.method):
+        judged = with_step_verifier(judged, cfg.step_verifier)
     task = clean_task(judged)  # evaluations read clean verdicts
     resolve_task_defaults(cfg, task)  # compare() has; a RunSpec made by hand may not
     eval_examples = held_out_examples(task, cfg.eval_problems, spec.stream)

@@ -157,6 +157,7 @@ def build_summary(
         "auc_differences": auc_diffs,
         "lr_sweep": _sweep_of(lr_sweep, methods) if lr_sweep else None,
         "verdict_noise": cfg.verdict_noise or None,
+        "step_verifier": cfg.step_verifier or None,
         "critic_learning_rate": cfg.critic_learning_rate if "ppo" in methods else None,
     }
     summary["verdict"] = verdict(summary)
@@ -371,6 +372,16 @@ def render_markdown(s: dict) -> str:
         *(f"- {v}" for v in s["verdict"]),
         "",
         *([_noise_line(s["verdict_noise"]), ""] if s.get("verdict_noise") else []),
+        *(
+            [
+                f"Training verdicts: from the learned verifier `{s['step_verifier']}` "
+                "(`--step-verifier`); evaluations read the task's exact verdicts, and "
+                "outcome-only methods see no verdicts.",
+                "",
+            ]
+            if s.get("step_verifier")
+            else []
+        ),
         *(
             [f"ppo's critic trains at {s['critic_learning_rate']:g} (its own rate).", ""]
             if s.get("critic_learning_rate")

@@ -231,8 +231,10 @@ class NoisyVerdicts:
 
 
 def clean_task(task: Task) -> Task:
-    """The task without noisy verdicts (evaluations and warm starts use it)."""
-    return task.clean if isinstance(task, NoisyVerdicts) else task
+    """The task without noisy or learned verdicts (evaluations and warm starts use it)."""
+    while isinstance(task, NoisyVerdicts) or getattr(type(task), "wraps_verdicts", False):
+        task = task.clean
+    return task
 
 
 def with_verdict_noise(task: Task, spec: str | VerdictNoise | None, seed: int = 0) -> Task:

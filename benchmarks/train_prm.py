@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -118,6 +119,7 @@ def train_prm(warm: str, rows, out: Path, epochs: int, lr: float, batch: int, se
     result = trainer.train()
     model.save_pretrained(out)
     tok.save_pretrained(out)
+    shutil.rmtree(out / "trainer", ignore_errors=True)
     return {"train_loss": result.training_loss, "train_seconds": time.perf_counter() - start}
 
 

@@ -11,6 +11,7 @@ correctness, same share of +1).
     python benchmarks/verdict_noise_map.py [--out runs] [--name noise] [--seeds 5]
         [--settings clean flip0.2 random ...] [--report-only]
         [--task columns --name noise-columns --warm-start-stop converged]
+        [--settings clean prm --step-verifier prm:PATH]   # a learned verifier (a PRM)
 
 Settings run in the order given (default: all of :data:`SETTINGS`, the map's endpoints
 first); finished runs are reused, so the command resumes. ``--report-only`` writes map.md,
@@ -40,6 +41,7 @@ SETTINGS: dict[str, tuple[str, float]] = {
     "miss0.3": ("0.3:miss", 0.5),
     "flip0.2-ws0.1": ("0.2:flip", 0.1),
     "flip0.2-ws1": ("0.2:flip", 1.0),
+    "prm": ("", 0.5),  # a learned verifier's verdicts (--step-verifier prm:PATH)
 }
 LR = 4e-4
 
@@ -50,6 +52,8 @@ def config(args: argparse.Namespace, tag: str):
 
     noise, w_s = SETTINGS[tag]
     methods = ("grpo", "bot") if tag == "clean" else ("bot",)
+    if tag == "prm" and not args.step_verifier:
+        raise ValueError("setting prm needs --step-verifier prm:PATH (a PRM folder)")
     return CompareConfig(
         name=f"{args.name}-{tag}",
         out_dir=args.out,
@@ -65,6 +69,7 @@ def config(args: argparse.Namespace, tag: str):
         w_s=w_s,
         warm_start_stop=args.warm_start_stop,
         verdict_noise=noise,
+        step_verifier=args.step_verifier if tag == "prm" else "",
         workers=args.workers,
     )
 
@@ -111,6 +116,7 @@ def report(args: argparse.Namespace) -> dict:
             {
                 "setting": tag,
                 "verdict_noise": noise or None,
+                "step_verifier": args.step_verifier if tag == "prm" else None,
                 "w_s": w_s,
                 "seeds": seeds,
                 "bot_steps": steps["bot"],
@@ -144,6 +150,12 @@ def _interval(low, high, fmt: str) -> str:
     return "" if low is None else f" ({low:{fmt}} to {high:{fmt}})"
 
 
+def _verdicts(row: dict) -> str:
+    if row.get("step_verifier"):
+        return f"learned ({row['step_verifier']})"
+    return row["verdict_noise"] or "clean"
+
+
 def render(result: dict) -> str:
     lines = [
         f"BoT vs GRPO (clean run, {len(result['grpo_steps'])} seeds) at the half-way level "
@@ -160,7 +172,7 @@ def render(result: dict) -> str:
             speed += f" [{r['censoring']}]"
         auc = f"{r['auc_diff']:+.3f}" + _interval(r["auc_low"], r["auc_high"], "+.3f")
         lines.append(
-            f"| {r['setting']} | {r['verdict_noise'] or 'clean'} | {r['w_s']:g} | {speed} | "
+            f"| {r['setting']} | {_verdicts(r)} | {r['w_s']:g} | {speed} | "
             f"{auc} | {r['bot_final']:.3f} |"
         )
     return "\n".join(lines) + "\n"
@@ -224,6 +236,8 @@ def _forest(ax, rows: list[dict]) -> None:
 
 
 def _flip_rate(row: dict) -> float | None:
+    if row["setting"] == "prm":
+        return None
     noise = row["verdict_noise"]
     if not noise:
         return 0.0
@@ -248,7 +262,18 @@ def main() -> None:
         default=None,
         help="the warm start's stop rule (default: the task's)",
     )
-    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS), default=list(SETTINGS))
+    parser.add_argument(
+        "--settings",
+        nargs="+",
+        choices=list(SETTINGS),
+        default=[s for s in SETTINGS if s != "prm"],
+        help="settings to run (prm needs --step-verifier)",
+    )
+    parser.add_argument(
+        "--step-verifier",
+        default="",
+        help="prm:PATH, the learned verifier of setting prm (e.g. benchmarks/train_prm.py's)",
+    )
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")

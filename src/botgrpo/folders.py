@@ -169,6 +169,15 @@ def check_not_busy(path: str | Path, what: str = "output folder") -> None:
     path = Path(path).expanduser()
     if not (path / LOCK_FILE).exists():
         return
+    try:
+        lock = _take(path, what)
+    except OSError:
+        return  # a read-only folder: the writable-folder check says so
+    lock.release()
+
+
+def _take(path: Path, what: str) -> FileLock:
+    """``path``'s lock, taken now, or :class:`FolderBusy` naming its holder."""
     lock = FileLock(str(path / LOCK_FILE), timeout=0)
     try:
         lock.acquire()
@@ -177,9 +186,7 @@ def check_not_busy(path: str | Path, what: str = "output folder") -> None:
             f"{what} {path} is in use by {_owner_text(path)}; wait for it to finish or pick "
             "another folder"
         ) from None
-    except OSError:
-        return  # a read-only folder: the writable-folder check says so
-    lock.release()
+    return lock
 
 
 @contextmanager
@@ -198,14 +205,7 @@ def own_folder(
     path = Path(path).expanduser()
     check_folder_kind(path, kind, also=also, what=what)
     path.mkdir(parents=True, exist_ok=True)
-    lock = FileLock(str(path / LOCK_FILE), timeout=0)
-    try:
-        lock.acquire()
-    except Timeout:
-        raise FolderBusy(
-            f"{what} {path} is in use by {_owner_text(path)}; wait for it to finish or pick "
-            "another folder"
-        ) from None
+    lock = _take(path, what)
     try:
         check_folder_kind(path, kind, also=also, what=what)  # another command may have won
         record = {

@@ -41,7 +41,9 @@ SETTINGS: dict[str, tuple[str, float]] = {
     "miss0.3": ("0.3:miss", 0.5),
     "flip0.2-ws0.1": ("0.2:flip", 0.1),
     "flip0.2-ws1": ("0.2:flip", 1.0),
-    "prm": ("", 0.5),  # a learned verifier's verdicts (--step-verifier prm:PATH)
+    # a learned verifier's verdicts (--step-verifier prm:PATH), at two weights of its signal
+    "prm": ("", 0.5),
+    "prm-ws0.1": ("", 0.1),
 }
 LR = 4e-4
 
@@ -52,7 +54,7 @@ def config(args: argparse.Namespace, tag: str):
 
     noise, w_s = SETTINGS[tag]
     methods = ("grpo", "bot") if tag == "clean" else ("bot",)
-    if tag == "prm" and not args.step_verifier:
+    if tag.startswith("prm") and not args.step_verifier:
         raise ValueError("setting prm needs --step-verifier prm:PATH (a PRM folder)")
     return CompareConfig(
         name=f"{args.name}-{tag}",
@@ -69,7 +71,7 @@ def config(args: argparse.Namespace, tag: str):
         w_s=w_s,
         warm_start_stop=args.warm_start_stop,
         verdict_noise=noise,
-        step_verifier=args.step_verifier if tag == "prm" else "",
+        step_verifier=args.step_verifier if tag.startswith("prm") else "",
         workers=args.workers,
     )
 
@@ -112,11 +114,13 @@ def report(args: argparse.Namespace) -> dict:
         aucs = stats.auc_gains(pair, start)
         diff = stats.paired_difference_ci(aucs["bot"], aucs["grpo"])
         finals = [pair["bot"][s][1][-1] for s in seeds]
+        tails = {m: [stats.tail_mean(pair[m][s][1]) for s in seeds] for m in pair}
+        tail = stats.paired_difference_ci(tails["bot"], tails["grpo"])
         rows.append(
             {
                 "setting": tag,
                 "verdict_noise": noise or None,
-                "step_verifier": args.step_verifier if tag == "prm" else None,
+                "step_verifier": args.step_verifier if tag.startswith("prm") else None,
                 "w_s": w_s,
                 "seeds": seeds,
                 "bot_steps": steps["bot"],
@@ -128,6 +132,9 @@ def report(args: argparse.Namespace) -> dict:
                 "auc_low": diff[1] if diff else None,
                 "auc_high": diff[2] if diff else None,
                 "bot_final": float(np.mean(finals)),
+                "tail_diff": float(np.mean(tails["bot"]) - np.mean(tails["grpo"])),
+                "tail_low": tail[1] if tail else None,
+                "tail_high": tail[2] if tail else None,
             }
         )
     grpo_final = float(np.mean([v[-1] for _, v in base.values()]))
@@ -142,6 +149,7 @@ def report(args: argparse.Namespace) -> dict:
     (out / f"{args.name}-map.json").write_text(json.dumps(result, indent=2))
     (out / f"{args.name}-map.md").write_text(render(result))
     plot(result, out / f"{args.name}-map.png")
+    plot_curves(out, args.name, [r["setting"] for r in rows], out / f"{args.name}-curves.png")
     print(render(result))
     return result
 
@@ -162,8 +170,9 @@ def render(result: dict) -> str:
         f"{result['threshold']:.3f} of sampled_solved (start {result['start']:.3f}); GRPO "
         f"final {result['grpo_final']:.3f}.",
         "",
-        "| setting | verdicts | w_s | speedup (95% CI) | AUC diff (95% CI) | BoT final |",
-        "|---|---|---|---|---|---|",
+        "| setting | verdicts | w_s | speedup (95% CI) | AUC diff (95% CI) "
+        "| last third diff (95% CI) | BoT final |",
+        "|---|---|---|---|---|---|---|",
     ]
     for r in result["rows"]:
         speed = "n/a" if r["speedup"] is None else f"{r['speedup']:.2f}x"
@@ -171,11 +180,43 @@ def render(result: dict) -> str:
         if r["censoring"]:
             speed += f" [{r['censoring']}]"
         auc = f"{r['auc_diff']:+.3f}" + _interval(r["auc_low"], r["auc_high"], "+.3f")
+        tail = f"{r['tail_diff']:+.3f}" + _interval(r["tail_low"], r["tail_high"], "+.3f")
         lines.append(
             f"| {r['setting']} | {_verdicts(r)} | {r['w_s']:g} | {speed} | "
-            f"{auc} | {r['bot_final']:.3f} |"
+            f"{auc} | {tail} | {r['bot_final']:.3f} |"
         )
+    lines.append(
+        "\nLast third diff: BoT - GRPO in the mean of each run's last third of evaluations "
+        "(where a run ends up, less noisy than its last evaluation alone), paired by seed."
+    )
     return "\n".join(lines) + "\n"
+
+
+def plot_curves(out: Path, name: str, settings: list[str], path: Path) -> None:
+    """The lead metric over training: GRPO (clean setting) and BoT in every setting, the mean
+    over seeds with a band of one standard error."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    arms = [("grpo", "clean", "GRPO")] + [("bot", tag, f"BoT, {tag}") for tag in settings]
+    for k, (method, tag, label) in enumerate(arms):
+        runs = _curves(out / f"{name}-{tag}").get(method, {})
+        if not runs:
+            continue
+        steps = next(iter(runs.values()))[0]
+        ys = np.array([v[1] for v in runs.values() if list(v[0]) == list(steps)])
+        mean, se = ys.mean(0), ys.std(0, ddof=1) / np.sqrt(len(ys)) if len(ys) > 1 else 0 * ys[0]
+        color = "grey" if method == "grpo" else f"C{k - 1}"
+        ax.plot(steps, mean, "o-", color=color, label=f"{label} ({len(ys)} seeds)")
+        ax.fill_between(steps, mean - se, mean + se, color=color, alpha=0.15)
+    ax.set(xlabel="RL step", ylabel="sampled_solved (held-out)", title=f"{name}: mean +- 1 se")
+    ax.legend(loc="lower right", framealpha=0.8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def plot(result: dict, path: Path) -> None:
@@ -236,7 +277,7 @@ def _forest(ax, rows: list[dict]) -> None:
 
 
 def _flip_rate(row: dict) -> float | None:
-    if row["setting"] == "prm":
+    if row["setting"].startswith("prm"):
         return None
     noise = row["verdict_noise"]
     if not noise:
@@ -266,7 +307,7 @@ def main() -> None:
         "--settings",
         nargs="+",
         choices=list(SETTINGS),
-        default=[s for s in SETTINGS if s != "prm"],
+        default=[s for s in SETTINGS if not s.startswith("prm")],
         help="settings to run (prm needs --step-verifier)",
     )
     parser.add_argument(

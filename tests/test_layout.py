@@ -22,6 +22,7 @@ LAYERS = (
     ("tasks", "viz"),
     ("usage",),
     ("scoring", "shipped"),
+    ("models",),
     ("trl", "verl"),
     ("harness",),
     ("cli",),

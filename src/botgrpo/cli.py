@@ -5,6 +5,7 @@
     botgrpo demo [--steps N ...]
     botgrpo warm-start [--task chain] [--retrain] [--package NAME]
     botgrpo summarize runs/NAME [runs/OTHER ...] [--methods grpo bot@2e-4] [--out DIR]
+    botgrpo real-model [smollm2-135m-instruct] [--force] [--list]
 
 Each subcommand owns its parser (``train`` uses TRL's ``TrlParser``); new subcommands register
 in :data:`COMMANDS`. A user's mistake ends in one line, ``botgrpo <command>: error: ...``, and
@@ -51,6 +52,12 @@ def _warm_start(argv: Sequence[str]) -> int:
     return warm_start_main(argv)
 
 
+def _real_model(argv: Sequence[str]) -> int:
+    from botgrpo.models.real import real_model_main
+
+    return real_model_main(argv)
+
+
 #: Subcommand name -> (one-line help, runner taking the remaining arguments).
 COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
     "train": ("train with BoTGRPOTrainer from a YAML recipe and/or flags", _train),
@@ -61,6 +68,7 @@ COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
         _warm_start,
     ),
     "summarize": ("recompute a comparison's summary and plot from its finished runs", _summarize),
+    "real-model": ("fetch and convert a real pretrained model (real:NAME), no hub", _real_model),
 }
 
 

@@ -46,6 +46,7 @@ KINDS = {
     "summary": "a `botgrpo summarize` output folder",
     "warm-start": "a cached warm start",
     "shipped": "a warm start shipped with botgrpo",
+    "real-model": "a converted real model (`make real-model`)",
     "model": "a model folder botgrpo did not write (config.json and weights)",
 }
 

@@ -137,6 +137,7 @@ def _evaluate_checkpoint(path, task, cfg: CompareConfig) -> dict[str, float]:
         sample_problems=cfg.pass_problems,
         ks=(1,),
         temperature=cfg.temperature,
+        cache_implementation=cfg.generation_cache,
     )
     return {k: round(v, 4) for k, v in result.record().items()}
 

@@ -188,10 +188,18 @@ def sweep_learning_rates(
 
 
 def _checked_init_model(name: str) -> str:
-    """``name`` as an absolute path when it is a local folder; loads its config first so a typo
-    fails here, once, rather than in every worker."""
+    """``name`` as an absolute path when it is a local folder (``warm:NAME`` and ``real:NAME``
+    resolved, :mod:`botgrpo.models`); loads its config first so a typo fails here, once,
+    rather than in every worker."""
     from transformers import AutoConfig
 
+    from botgrpo.models import REAL_PREFIX, WARM_PREFIX, resolve_model_path
+
+    if name.startswith((REAL_PREFIX, WARM_PREFIX)):
+        try:
+            name = resolve_model_path(name)
+        except ValueError as err:
+            raise ValueError(f"init_model: {err}") from None
     local = Path(name).expanduser()
     looks_local = name.startswith(("/", "./", "../", "~")) or local.exists()
     if looks_local and not (local / "config.json").is_file():
@@ -282,7 +290,7 @@ def warm_start_config(cfg: CompareConfig, task) -> WarmStartConfig:
     ``max_positions``)."""
     config = WarmStartConfig(
         steps=task_value(cfg, task, "warm_start_steps"),
-        batch_size=cfg.warm_start_batch_size,
+        batch_size=task_value(cfg, task, "warm_start_batch_size"),
         lr=cfg.warm_start_lr,
         schedule_steps=cfg.warm_start_schedule_steps,
         stop=task_value(cfg, task, "warm_start_stop"),

@@ -108,6 +108,13 @@ def run_settings(spec: RunSpec) -> dict:
         options.pop("critic_learning_rate", None)  # the run's own rate; or a method without one
     if options.get("greedy", True):
         options.pop("greedy", None)  # the default: runs recorded before the option match
+    if options.get("generation_cache") == "dynamic":
+        options.pop("generation_cache")  # likewise
+    for key, default in (("chat", False), ("system_prompt", None), ("lora_r", 0)):
+        if options.get(key, default) == default:
+            options.pop(key, None)  # likewise
+    if options.get("top_layers") is None:
+        options.pop("top_layers", None)
     options = json.loads(json.dumps(options, default=list))  # tuples -> lists, as stored
     return {
         "method": spec.method,
@@ -200,6 +207,11 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
     cfg = spec.config
     out = Path(spec.run_dir)
     eval_tok = AutoTokenizer.from_pretrained(spec.model_path)
+    render = None
+    if cfg.chat:
+        from botgrpo.tasks.data import chat_text
+
+        render = functools.partial(chat_text, eval_tok, system_prompt=cfg.system_prompt)
     base = {"method": spec.method, "seed": spec.seed, "lr": spec.learning_rate}
 
     def write(record: dict) -> None:
@@ -238,6 +250,8 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
                 temperature=cfg.temperature,
                 greedy=cfg.greedy,
                 seed=eval_seed(spec.seed, step),
+                cache_implementation=cfg.generation_cache,
+                render_prompt=render,
             )
             record = {"kind": "eval", "step": step, **result.record()}
             record["weight_drift"] = self._drift(model)
@@ -325,6 +339,7 @@ def _trainer_config(spec: RunSpec, out: Path):
         num_generations=cfg.num_generations,
         max_completion_length=cfg.max_completion_length,
         temperature=cfg.temperature,
+        cache_implementation=None if cfg.generation_cache == "dynamic" else cfg.generation_cache,
         seed=spec.seed,
         data_seed=spec.seed,
         use_cpu=True,
@@ -336,6 +351,28 @@ def _trainer_config(spec: RunSpec, out: Path):
         dataloader_num_workers=0,
         # a tiny model on a CPU: recomputing activations in the backward pass only costs time
         activation_checkpointing=False,
+    )
+
+
+def _peft_config(cfg, model_path: str):
+    """LoRA of rank ``cfg.lora_r`` on every linear layer (on the top ``cfg.top_layers``
+    only, when set); None for full fine-tuning."""
+    if not cfg.lora_r:
+        return None
+    from peft import LoraConfig
+    from transformers import AutoConfig
+
+    from botgrpo.trl.layers import top_layer_indices
+
+    top = None
+    if cfg.top_layers is not None:
+        top = top_layer_indices(AutoConfig.from_pretrained(model_path), cfg.top_layers)
+    return LoraConfig(
+        r=cfg.lora_r,
+        lora_alpha=2 * cfg.lora_r,
+        target_modules="all-linear",
+        layers_to_transform=top,
+        task_type="CAUSAL_LM",
     )
 
 
@@ -426,6 +463,10 @@ def execute_run(spec: RunSpec) -> str:
     held = held_out_prompts(task, cfg.eval_problems)
     n_train = cfg.steps * cfg.prompts_per_step
     train = task_dataset(sample_examples(task, n_train, f"train-{spec.seed}", exclude=held))
+    if cfg.chat:
+        from botgrpo.tasks.data import chat_prompt
+
+        train = train.map(lambda row: {"prompt": chat_prompt(row["prompt"], cfg.system_prompt)})
     tokenizer = AutoTokenizer.from_pretrained(spec.model_path)
     solved: list[float] = []
     trainer = BoTGRPOTrainer(
@@ -435,7 +476,12 @@ def execute_run(spec: RunSpec) -> str:
         train_dataset=train,
         processing_class=tokenizer,
         callbacks=[_recorder(spec, task, eval_examples, solved)],
+        peft_config=_peft_config(cfg, spec.model_path),
     )
+    if cfg.top_layers is not None:
+        from botgrpo.trl.layers import freeze_below_top_layers
+
+        freeze_below_top_layers(trainer.model, cfg.top_layers)
     trainer.remove_callback(PrinterCallback)  # records go to metrics.jsonl, not stdout
     reset_peak_memory()
     start = time.perf_counter()

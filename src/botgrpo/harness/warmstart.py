@@ -408,10 +408,27 @@ def warm_start(
     try:
         if not rebuild and is_complete(final):
             return final  # finished by the command this one waited for
+        clear_dead_builds(final.parent)
         _build(task, config, key, final, exclude, progress, use_packaged and not rebuild)
     finally:
         lock.release()
     return final
+
+
+def clear_dead_builds(cache_dir: Path) -> None:
+    """Remove the private folders of builds killed outright (SIGKILL, SIGTERM: no chance to
+    clean up): a ``.warm-KEY.*.tmp`` folder whose entry's lock nobody holds has no builder."""
+    for stale in sorted(Path(cache_dir).glob(".warm-*.*.tmp")):
+        entry = stale.name[1:].split(".", 1)[0]
+        lock = FileLock(str(Path(cache_dir) / f"{entry}.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            continue  # being built now
+        try:
+            shutil.rmtree(stale, ignore_errors=True)
+        finally:
+            lock.release()
 
 
 #: The files every complete warm-start folder holds (warm_start.json is written last).

@@ -147,6 +147,27 @@ def check_task(task: object) -> Task:
     return task  # type: ignore[return-value]
 
 
+def repr_leaving_out(obj: object, defaults: Mapping[str, object]) -> str:
+    """A dataclass's repr without the fields of ``defaults`` that hold their value there: the
+    repr a built-in task had before those options existed, so its warm-start key (which reads
+    the repr) stays the one its shipped checkpoint was made with.
+
+    >>> from botgrpo.tasks.components import ReactComponents
+    >>> repr(ReactComponents(sections=0)) == repr(ReactComponents())
+    True
+    >>> "sections=3" in repr(ReactComponents(sections=3))
+    True
+    """
+    import dataclasses
+
+    shown = [
+        f"{f.name}={getattr(obj, f.name)!r}"
+        for f in dataclasses.fields(obj)  # type: ignore[arg-type]
+        if f.repr and not (f.name in defaults and getattr(obj, f.name) == defaults[f.name])
+    ]
+    return f"{type(obj).__qualname__}({', '.join(shown)})"
+
+
 def task_fingerprint(task: Task) -> str:
     """A stable identity of a task for caches (the warm start's key): its class, then
     ``task.fingerprint()`` when the task defines one (e.g. a hash of its data file; a string),

@@ -13,6 +13,14 @@ counting positions (which a tiny model does poorly)::
 
 Plain layout (``keyed=False``): prompt ``7+5-3+9-2`` and lines ``7+5=12``, ``12-3=9``, ...
 
+Tags layout (``tags=True``, for chat models; implies the plain prompt): the paper's math step
+layout (Eq. 8), each step in numbered tags and the answer in ``<final>`` tags::
+
+    prompt:      7+5-3
+    completion:  <step 1>7 + 5 = 12</step 1>
+                 <step 2>12 - 3 = 9</step 2>
+                 <final>9</final>
+
 A step is correct when it continues the chain (its key is the next operation's, its left operand
 is the previous line's result, or the first number for the first line; its operator and right
 operand are the next ones of the prompt) and its arithmetic holds (exact integer arithmetic on
@@ -35,14 +43,14 @@ from dataclasses import dataclass, field
 
 from botgrpo.rewards.steps import parse_steps
 from botgrpo.rewards.text import remove_blanks, strip_blanks
-from botgrpo.tasks.base import Example, Score, StepVerdict
+from botgrpo.tasks.base import Example, Score, StepVerdict, repr_leaving_out
 from botgrpo.tasks.teacher import Teacher, demonstration_rng
 
 _LINE = re.compile(r"^(?:([a-z]):)?(-?\d+)([+-])(\d+)=(-?\d+)$", re.ASCII)  # ASCII digits only
 _KEYS = "abcdefghijklmnopqrstuvwxyz"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ChainArithmetic:
     """Chains of single-digit additions and subtractions with a bounded running total.
 
@@ -54,6 +62,9 @@ class ChainArithmetic:
         keyed: label each operation with a letter (see the module docstring).
         teacher: who writes the demonstrations: slip "carry" or "borrow" with a rate (the
             default forgets 70% of carries), or ``Teacher()`` for perfect ones.
+        tags: write steps as ``<step k>a + b = c</step k>`` and the answer as
+            ``<final>c</final>`` (the paper's math layout, for chat models; needs
+            ``keyed=False``).
     """
 
     min_steps: int = 4
@@ -63,6 +74,7 @@ class ChainArithmetic:
     keyed: bool = True
     teacher: Teacher = field(default_factory=lambda: Teacher("carry", 0.7))
     name: str = "chain"
+    tags: bool = False
 
     SLIPS = ("carry", "borrow")
     #: The shipped warm start trains exactly 3000 steps (WarmStartConfig.stop) on padded
@@ -73,7 +85,12 @@ class ChainArithmetic:
     warm_start_watch_accuracy = False
     warm_start_packed = False
 
+    def __repr__(self) -> str:  # ``tags`` off left out: the shipped warm start's key
+        return repr_leaving_out(self, {"tags": False})
+
     def __post_init__(self) -> None:
+        if self.tags and self.keyed:
+            raise ValueError("tags=true writes the plain layout's steps: set keyed=false too")
         if not 1 <= self.min_steps <= self.max_steps:
             raise ValueError(
                 f"need 1 <= min_steps <= max_steps, got {self.min_steps}, {self.max_steps}"
@@ -109,10 +126,15 @@ class ChainArithmetic:
         rng = rng or demonstration_rng(example)
         numbers, ops = example.meta["numbers"], example.meta["ops"]
         total, lines = numbers[0], []
-        for key, op, d in zip(_KEYS, ops, numbers[1:], strict=False):
+        for k, (key, op, d) in enumerate(zip(_KEYS, ops, numbers[1:], strict=False), start=1):
             new = self._teacher_result(total, op, d, rng)
-            lines.append(f"{key}:" * self.keyed + f"{total}{op}{d}={new}")
+            if self.tags:
+                lines.append(f"<step {k}>{total} {op} {d} = {new}</step {k}>")
+            else:
+                lines.append(f"{key}:" * self.keyed + f"{total}{op}{d}={new}")
             total = new
+        if self.tags:
+            return "\n".join(lines) + f"\n<final>{total}</final>"
         return "\n".join(lines) + f"\nAnswer: {total}"
 
     def _teacher_result(self, total: int, op: str, d: int, rng: random.Random) -> int:
@@ -127,7 +149,7 @@ class ChainArithmetic:
     def score(self, example: Example, completion: str) -> Score:
         """Outcome (final answer equals the chain's value), one verdict per line, format."""
         numbers, ops = example.meta["numbers"], example.meta["ops"]
-        parsed = parse_steps(completion, "lines")
+        parsed = parse_steps(completion, "tags" if self.tags else "lines")
         verdicts, previous = [], numbers[0]
         for k, step in enumerate(parsed.steps):
             verdict, previous = self._step_verdict(step.text, k, numbers, ops, previous, self.keyed)

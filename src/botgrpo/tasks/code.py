@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from botgrpo.rewards.calling import dataset_column
+from botgrpo.rewards.calling import dataset_column, message_text
 from botgrpo.tasks.base import Example
 
 #: What `botgrpo compare` leads with and evaluates on a code task (flags given still win): the
@@ -47,7 +47,7 @@ REACT_DEMO_DEFAULTS = {**DEMO_DEFAULTS, "steps": 20, "eval_problems": 100, "pass
 def code_examples(prompts, columns: Mapping[str, Any], n: int, name: str) -> list[Example]:
     answers = dataset_column(columns, "answer", n, name)
     metas = dataset_column(columns, "meta", n, name)
-    prompt_list = list(prompts) if prompts is not None else [""] * n
+    prompt_list = [message_text(p, "user") for p in prompts or [""] * n]  # chat: the user turn
     return [Example.from_row(p, a, m) for p, a, m in zip(prompt_list, answers, metas, strict=True)]
 
 

@@ -37,3 +37,27 @@ def task_dataset(examples: list[Example]) -> Dataset:
     """A ``datasets.Dataset`` with columns prompt, answer and meta (JSON)."""
     rows = [ex.to_row() for ex in examples]
     return Dataset.from_dict({k: [r[k] for r in rows] for k in ("prompt", "answer", "meta")})
+
+
+def chat_prompt(prompt, system_prompt: str | None = None) -> list[dict[str, str]]:
+    """``prompt`` as a conversation for a chat model: the system message, then the prompt as
+    the user's turn (a prompt that already is a conversation gets the system message if it has
+    none). Task rewards read the problem back from the user turn.
+
+    >>> chat_prompt("7+5-3\\n", "Solve in steps.")
+    [{'role': 'system', 'content': 'Solve in steps.'}, {'role': 'user', 'content': '7+5-3\\n'}]
+    """
+    turns = list(prompt) if not isinstance(prompt, str) else [{"role": "user", "content": prompt}]
+    has_system = any(t.get("role") == "system" for t in turns)
+    if system_prompt is not None and not has_system:
+        turns = [{"role": "system", "content": system_prompt}, *turns]
+    return turns
+
+
+def chat_text(tokenizer, prompt, system_prompt: str | None = None) -> str:
+    """The text a chat model continues for ``prompt``: :func:`chat_prompt` rendered by the
+    tokenizer's chat template with the assistant's turn opened (what TRL feeds the model for a
+    conversational prompt)."""
+    return tokenizer.apply_chat_template(
+        chat_prompt(prompt, system_prompt), add_generation_prompt=True, tokenize=False
+    )

@@ -30,6 +30,10 @@ The default teacher slips with rate 0.3 at each opportunity in kinds the recipe 
 (a ``def``/``for``/``if`` line without its colon: a syntax error on the line), ``name`` (a
 name never assigned: pyflakes' undefined name and a NameError on the line), ``off_by_one`` (a
 wrong comparison or range bound: a failing test).
+
+``helpers=N`` (2-6) asks for a longer function instead, built from N helpers of distinct
+families, each with its loop and branch: 15-40 lines where one slip among dozens decides
+whether it runs (:mod:`botgrpo.tasks.programs`).
 """
 
 from __future__ import annotations
@@ -43,8 +47,9 @@ from typing import Any, ClassVar
 from botgrpo.rewards.calling import resolve_tokenizer, tokenize_completions
 from botgrpo.rewards.text import line_contents
 from botgrpo.rewards.types import TokenReward
-from botgrpo.tasks.base import Example, Score, StepVerdict
+from botgrpo.tasks.base import Example, Score, StepVerdict, repr_leaving_out
 from botgrpo.tasks.code import COMPARE_DEFAULTS, DEMO_DEFAULTS, code_examples, log_code_scores
+from botgrpo.tasks.programs import MAX_HELPERS, program_lines, sample_program
 from botgrpo.tasks.teacher import Teacher, demonstration_rng
 
 LIST_NAMES = ("nums", "xs", "items", "values", "data")
@@ -170,7 +175,7 @@ def _boundary_args(family: str, rng: random.Random) -> tuple:
     return (first, second)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class PythonFunctions:
     """Small functions from a signature and examples, verdicts from the Python recipe.
 
@@ -179,40 +184,92 @@ class PythonFunctions:
         teacher: who writes the demonstrations: slips ``colon``, ``name``, ``off_by_one``
             (joined with "+") at a rate; the default slips all three at 0.3.
         test_timeout_s: seconds the sandboxed tests of one completion may take.
+        helpers: 0 for one small function; 2-6 for a function that returns the results of
+            that many helpers, each written out (:mod:`botgrpo.tasks.programs`): 3 helpers
+            give 25-35 lines, about 600 characters.
     """
 
     examples: int = 2
     teacher: Teacher = field(default_factory=lambda: Teacher("colon+name+off_by_one", 0.3))
     test_timeout_s: float = 5.0
     name: str = "python"
+    helpers: int = 0
 
     SLIPS = ("colon", "name", "off_by_one")
     METRICS = ("compiled", "clean")
-    #: Harness defaults (``botgrpo compare`` uses them unless told otherwise): the longest
-    #: completion in tokens, the tiny model's positions, supervised warm-start steps (at most:
-    #: it stops when its check loss is flat).
-    max_completion_tokens = 192
-    max_positions = 320
-    warm_start_steps = 1500
     warm_start_stop = "converged"
-    #: The shipped warm start's recipe: a short anneal once the check loss alone is flat, on
-    #: padded batches (other values train a new warm start).
-    warm_start_patience = 0.0
-    warm_start_watch_accuracy = False
-    warm_start_packed = False
     #: What `botgrpo compare` and `botgrpo demo` run on this task (``botgrpo.tasks.code``).
     compare_defaults: ClassVar[dict[str, object]] = COMPARE_DEFAULTS
     demo_defaults: ClassVar[dict[str, object]] = DEMO_DEFAULTS
 
+    # Harness defaults (``botgrpo compare`` uses them unless told otherwise). The small
+    # function keeps the recipe its shipped warm start was made with (a short anneal once the
+    # check loss alone is flat, padded batches); functions of helpers use the recipe for new
+    # tasks (packed batches, loss and token accuracy flat over a fifth of the steps run) and
+    # the static KV cache.
+
+    @property
+    def max_completion_tokens(self) -> int:
+        """The longest completion in tokens (characters, for the tiny model)."""
+        return 192 if not self.helpers else 160 + 200 * self.helpers
+
+    @property
+    def max_positions(self) -> int:
+        """The tiny model's positions: the longest prompt and completion."""
+        return 320 if not self.helpers else self.max_completion_tokens + 120 + 60 * self.helpers
+
+    @property
+    def warm_start_steps(self) -> int:
+        """Supervised warm-start steps at most (it stops when converged)."""
+        return 1500 if not self.helpers else 3000
+
+    @property
+    def warm_start_batch_size(self) -> int:
+        return 32 if not self.helpers else 16
+
+    @property
+    def warm_start_patience(self) -> float:
+        return 0.0 if not self.helpers else 0.2
+
+    @property
+    def warm_start_watch_accuracy(self) -> bool:
+        return bool(self.helpers)
+
+    @property
+    def warm_start_packed(self) -> bool:
+        return bool(self.helpers)
+
+    @property
+    def generation_cache(self) -> str:
+        """The KV cache rollouts and evaluations generate with (transformers' names)."""
+        return "dynamic" if not self.helpers else "static"
+
+    def __repr__(self) -> str:  # ``helpers`` at 0 left out: the shipped warm start's key
+        return repr_leaving_out(self, {"helpers": 0})
+
     def __post_init__(self) -> None:
         if not 2 <= self.examples <= 3:
             raise ValueError(f"examples must be 2 or 3, got {self.examples}")
+        if not (
+            isinstance(self.helpers, int)
+            and (self.helpers == 0 or 2 <= self.helpers <= MAX_HELPERS)
+        ):
+            raise ValueError(
+                f"helpers must be 0 (one small function) or an integer from 2 to {MAX_HELPERS}, "
+                f"got {self.helpers!r}"
+            )
         if not self.test_timeout_s > 0:
             raise ValueError(f"test_timeout_s must be > 0, got {self.test_timeout_s}")
         self.teacher.check_kind(self.name, self.SLIPS)
 
     def sample(self, rng: random.Random) -> Example:
-        """A family, parameter names and example calls (with their results)."""
+        """A family, parameter names and example calls (with their results); or a function
+        of ``helpers`` helpers."""
+        if self.helpers:
+            prompt, tests, meta = sample_program(
+                rng, self.helpers, self.examples, FAMILIES, _boundary_args
+            )
+            return Example(prompt, tests, meta)
         family = rng.choice(sorted(FAMILIES))
         params, _, reference, draw, _ = FAMILIES[family]
         names = {"a": rng.choice(LIST_NAMES), "b": rng.choice(NUM_NAMES)}
@@ -230,7 +287,13 @@ class PythonFunctions:
     def demonstration(self, example: Example, rng: random.Random | None = None) -> str:
         """The teacher's function; slips drawn from ``rng`` (default: one stream per prompt)."""
         rng = rng or demonstration_rng(example)
-        return "```python\n" + "\n".join(function_lines(example.meta, self.teacher, rng)) + "\n```"
+        meta = example.meta
+        lines = (
+            program_lines(meta, self.teacher, rng, function_lines)
+            if "helpers" in meta
+            else function_lines(meta, self.teacher, rng)
+        )
+        return "```python\n" + "\n".join(lines) + "\n```"
 
     def score(self, example: Example, completion: str) -> Score:
         """Compiled, clean and solved from the Python recipe (one completion)."""

@@ -15,7 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from botgrpo.rewards.calling import dataset_column, resolve_tokenizer, tokenize_completions
+from botgrpo.rewards.calling import (
+    dataset_column,
+    message_text,
+    resolve_tokenizer,
+    tokenize_completions,
+)
 from botgrpo.rewards.compose import FormatBonusConfig, StepSignalConfig, step_signal
 from botgrpo.rewards.spans import TokenizedText
 from botgrpo.rewards.types import TokenReward
@@ -91,7 +96,8 @@ def make_task_reward(
         tokens = tokenize_completions(tok, completions, completion_ids, name)
         answers = dataset_column(columns, "answer", len(tokens), name)
         metas = dataset_column(columns, "meta", len(tokens), name)
-        prompt_list = list(prompts) if prompts is not None else [""] * len(tokens)
+        # a chat prompt (system_prompt / conversational) is the task's prompt as its user turn
+        prompt_list = [message_text(p, "user") for p in prompts or [""] * len(tokens)]
         out, solved = [], []
         for t, prompt, answer, meta in zip(tokens, prompt_list, answers, metas, strict=True):
             score = task.score(Example.from_row(prompt, answer, meta), t.text)

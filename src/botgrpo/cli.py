@@ -5,6 +5,7 @@
     botgrpo demo [--steps N ...]
     botgrpo warm-start [--task chain] [--retrain] [--package NAME]
     botgrpo summarize runs/NAME [runs/OTHER ...] [--methods grpo bot@2e-4] [--out DIR]
+    botgrpo diagnose --task chain [--model warm:chain] [--prompts 64] [--json]
     botgrpo real-model [smollm2-135m-instruct] [--force] [--list]
 
 Each subcommand owns its parser (``train`` uses TRL's ``TrlParser``); new subcommands register
@@ -52,6 +53,12 @@ def _warm_start(argv: Sequence[str]) -> int:
     return warm_start_main(argv)
 
 
+def _diagnose(argv: Sequence[str]) -> int:
+    from botgrpo.harness.cli import diagnose_main
+
+    return diagnose_main(argv)
+
+
 def _real_model(argv: Sequence[str]) -> int:
     from botgrpo.models.real import real_model_main
 
@@ -68,6 +75,10 @@ COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
         _warm_start,
     ),
     "summarize": ("recompute a comparison's summary and plot from its finished runs", _summarize),
+    "diagnose": (
+        "before a long run: will BoT pay on this task and model? figures and advice",
+        _diagnose,
+    ),
     "real-model": ("fetch and convert a real pretrained model (real:NAME), no hub", _real_model),
 }
 

@@ -44,6 +44,7 @@ KINDS = {
     "run": "a run of a comparison",
     "training": "a `botgrpo train` output folder",
     "summary": "a `botgrpo summarize` output folder",
+    "diagnosis": "a `botgrpo diagnose` output folder",
     "warm-start": "a cached warm start",
     "shipped": "a warm start shipped with botgrpo",
     "real-model": "a converted real model (`make real-model`)",

@@ -290,3 +290,53 @@ def summarize_main(argv: Sequence[str]) -> int:
         raise UsageError(str(err)) from err
     print(f"summary: {summary}\nplot:    {summary.parent / 'curves.png'}")
     return 0
+
+
+def diagnose_main(argv: Sequence[str]) -> int:
+    """``botgrpo diagnose``: step-0 figures of a task or recipe on a model, and advice."""
+    import json
+
+    from botgrpo.folders import atomic_write_text, check_folder_kind, command_line, own_folder
+    from botgrpo.harness.advice import advise, plot_diagnosis, render_diagnosis
+    from botgrpo.harness.diagnose import DiagnoseConfig, RewardFailed, diagnose, plan
+
+    parser = one_line_parser_errors(
+        argparse.ArgumentParser(
+            prog="botgrpo diagnose",
+            description="Before a long run: sample K rollouts of N prompts from your model, "
+            "score them with your reward functions (a task's, or a `botgrpo train` recipe's), "
+            "and measure what GRPO and BoT would get at step 0 (groups without signal, the "
+            "local signal's share, the verdicts against the outcome), with 95%% intervals; "
+            "then where those figures sit among the settings measured in docs/results, and "
+            "what to try. Writes OUT_DIR/NAME/diagnosis.json, .md and .png.",
+        )
+    )
+    add_dataclass_arguments(parser, DiagnoseConfig)
+    try:
+        cfg = config_from_args(DiagnoseConfig, parser.parse_args(list(argv)))
+        if cfg.task:
+            check_task_spec(cfg.task)
+        folder = Path(cfg.out_dir) / cfg.name
+        check_package_name(cfg.name, "--name")
+        check_writable_folder(folder, "the diagnosis folder")
+        check_outside_owned(cfg.out_dir, "--out-dir")
+        check_folder_kind(folder, "diagnosis", what="the diagnosis folder")
+        planned = plan(cfg)
+    except (ValueError, OSError) as err:
+        raise UsageError(" ".join(str(err).split())) from err
+    try:
+        result = diagnose(cfg, planned)
+    except RewardFailed as err:
+        raise UsageError(f"a reward function failed on the sampled rollouts: {err}") from err
+    result["advice"] = advise(result)
+    with own_folder(folder, "diagnosis", command_line(), what="the diagnosis folder"):
+        atomic_write_text(folder / "diagnosis.json", json.dumps(result, indent=2, default=str))
+        report = render_diagnosis(result)
+        atomic_write_text(folder / "diagnosis.md", report)
+        plot_diagnosis(result, folder / "diagnosis.png")
+    if cfg.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        print(report)
+        print(f"\nfigures: {folder / 'diagnosis.json'}\nplot:    {folder / 'diagnosis.png'}")
+    return 0

@@ -360,19 +360,14 @@ def _peft_config(cfg, model_path: str):
     if not cfg.lora_r:
         return None
     from peft import LoraConfig
-    from transformers import AutoConfig
 
-    from botgrpo.trl.layers import top_layer_indices
+    from botgrpo.trl.layers import lora_on_top_layers
 
-    top = None
-    if cfg.top_layers is not None:
-        top = top_layer_indices(AutoConfig.from_pretrained(model_path), cfg.top_layers)
-    return LoraConfig(
-        r=cfg.lora_r,
-        lora_alpha=2 * cfg.lora_r,
-        target_modules="all-linear",
-        layers_to_transform=top,
-        task_type="CAUSAL_LM",
+    config = LoraConfig(
+        r=cfg.lora_r, lora_alpha=2 * cfg.lora_r, target_modules="all-linear", task_type="CAUSAL_LM"
+    )
+    return (
+        config if cfg.top_layers is None else lora_on_top_layers(config, model_path, cfg.top_layers)
     )
 
 

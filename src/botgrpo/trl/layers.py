@@ -55,3 +55,34 @@ def freeze_below_top_layers(model: Any, n: int) -> int:
     if not trainable:
         raise ValueError("top_layers left nothing to train: no parameter matched a layer index")
     return trainable
+
+
+def linear_module_names(model_path: str) -> list[str]:
+    """The names (last part) of the linear layers inside the decoder layers of the model at
+    ``model_path``, read from a weightless copy of its architecture: what peft's "all-linear"
+    means, as the explicit list it needs with ``layers_to_transform``."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(model_path))
+    names = {
+        name.rsplit(".", 1)[-1]
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.Linear) and _LAYER.search(name + ".")
+    }
+    if not names:
+        raise ValueError(f"the model at {model_path} has no linear layers inside numbered layers")
+    return sorted(names)
+
+
+def lora_on_top_layers(peft_config: Any, model_path: str, n: int) -> Any:
+    """``peft_config`` (a LoraConfig) restricted to the top ``n`` layers: ``layers_to_transform``
+    set, and "all-linear" spelled out as the layers' linear modules (peft needs a list then)."""
+    from transformers import AutoConfig
+
+    peft_config.layers_to_transform = top_layer_indices(AutoConfig.from_pretrained(model_path), n)
+    targets = peft_config.target_modules
+    if targets is None or targets == "all-linear" or targets == {"all-linear"}:
+        peft_config.target_modules = linear_module_names(model_path)
+    return peft_config

@@ -537,14 +537,14 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
     if script_args.top_layers is not None:
         from transformers import AutoConfig
 
-        from botgrpo.trl.layers import top_layer_indices
+        from botgrpo.trl.layers import lora_on_top_layers, top_layer_indices
 
         try:
-            top = top_layer_indices(AutoConfig.from_pretrained(model_path), script_args.top_layers)
+            top_layer_indices(AutoConfig.from_pretrained(model_path), script_args.top_layers)
         except ValueError as err:
             raise UsageError(str(err)) from err
         if peft_config is not None:
-            peft_config.layers_to_transform = top
+            lora_on_top_layers(peft_config, model_path, script_args.top_layers)
     with own_folder(config.output_dir, "training", command_line(), what="output_dir"):
         trainer = BoTGRPOTrainer(
             model=model_path,

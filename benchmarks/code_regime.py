@@ -1,0 +1,241 @@
+"""The paper's code regime in miniature: React pages of 25-40 lines (``react:sections=3``) where
+one slip among dozens of lines decides whether the page compiles, at three starting compile
+rates, from converged warm starts of the flawed teacher.
+
+The points differ only in the teacher's slip rate, chosen by the warm start's sampled compile
+rate alone, before any RL run (about 5%, 12% and 30%; docs/results/code-regime.md says how).
+Each point is one `botgrpo compare` from its own warm start (shipped as
+``warm:react-pages-<point>`` once made; ``--point P --warm-start-only`` rebuilds one):
+
+1. the hardest point: grpo and bot each at the rate a validation sweep chose (``--rates``,
+   ``--sweep-seeds`` seeds of the validation stream, never the reported problems), then
+   ``--seeds`` test seeds; ``--methods grpo bot otb`` adds otb the same way;
+2. the other points: the same methods at the rates the hardest point's sweep chose;
+3. the recipe ablation at the hardest point (``--ablation``): bot at w_s = 0.
+
+Then BoT is held against GRPO (and OTB), paired by seed: steps to the half-way level and to the
+paper's 80% compile rate (or the highest level every run holds), AUC, final compile / clean /
+solved rates, seconds per step and to the level, GRPO's groups with signal and BoT's local
+share per step. Writes ``regime-<point>-report.{md,json,png}`` under ``--out``.
+
+    python benchmarks/code_regime.py --point hard [--methods grpo bot] [--report-only]
+
+Finished runs are reused, so the command resumes on any clone (benchmarks/records). A
+benchmark: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import code_tasks
+
+#: The points: the long setting, the teacher's slip rate, what the warm start compiled.
+SHAPE = "react:sections=3,max_parts=3"
+POINTS = {
+    "hard": f"{SHAPE},slip_rate=0.3",
+    "middle": f"{SHAPE},slip_rate=0.2",
+    "easy": f"{SHAPE},slip_rate=0.1",
+}
+METRIC = "sampled_compiled"
+
+
+def point_config(args, point: str, methods, name: str = "", **kw):
+    from botgrpo.harness.config import CompareConfig
+
+    return CompareConfig(
+        name=name or f"regime-{point}",
+        out_dir=args.out,
+        task=POINTS[point],
+        methods=tuple(methods),
+        seeds=args.seeds,
+        steps=args.steps,
+        eval_every=args.eval_every,
+        eval_problems=args.problems,
+        pass_samples=1,
+        pass_problems=args.problems,
+        greedy=False,
+        metric=METRIC,
+        workers=args.workers,
+        progress=False,
+        **kw,
+    )
+
+
+def chosen_rates(args) -> dict[str, float]:
+    sweep = Path(args.out) / "regime-hard" / "lr_sweep.json"
+    if not sweep.is_file():
+        return {}
+    return {m: float(lr) for m, lr in json.loads(sweep.read_text())["best"].items()}
+
+
+def config_for(args, point: str):
+    """The point's comparison: a sweep at the hardest point, its rates elsewhere."""
+    if point == "hard":
+        return point_config(
+            args, point, args.methods, lr_sweep=tuple(args.rates), sweep_seeds=args.sweep_seeds
+        )
+    rates = chosen_rates(args)
+    missing = [m for m in args.methods if m not in rates]
+    if missing:
+        raise ValueError(
+            f"the hardest point's sweep has not chosen a rate for {', '.join(missing)}: run "
+            "--point hard with those methods first"
+        )
+    return point_config(
+        args, point, args.methods, method_lrs=tuple(f"{m}={rates[m]:g}" for m in args.methods)
+    )
+
+
+def ablation_config(args):
+    rates = chosen_rates(args)
+    if "bot" not in rates:
+        raise ValueError("the ablation runs bot at the hardest point's rate: sweep it first")
+    return point_config(
+        args, "hard", ("bot",), name="regime-hard-ws0", learning_rate=rates["bot"], w_s=0.0
+    )
+
+
+def _train_records(root: Path, method: str, key: str, step: int | None = None) -> list[float]:
+    from botgrpo.harness.results import load_records
+
+    return [
+        r[key]
+        for r in load_records(root / "metrics.jsonl")
+        if r.get("kind") == "train"
+        and r["method"] == method
+        and key in r
+        and (step is None or r["step"] == step)
+    ]
+
+
+def report(args, point: str) -> dict:
+    """The point's report: every arm, the paired comparisons, per-step signal figures."""
+    from botgrpo.harness import stats
+    from botgrpo.harness.results import load_records
+
+    root = Path(args.out) / f"regime-{point}"
+    summary_path = root / "summary.json"
+    if not summary_path.is_file():
+        raise ValueError(f"no finished comparison in {root}: run --point {point} first")
+    summary = json.loads(summary_path.read_text())
+    arms = {m: root for m in summary["methods"]}
+    ablation = Path(args.out) / "regime-hard-ws0"
+    if point == "hard" and (ablation / "summary.json").is_file():
+        arms["bot w_s=0"] = ablation
+    curves = {a: code_tasks._curves(r, a.split()[0], METRIC) for a, r in arms.items()}
+    start = stats.start_value(curves)
+    levels = {"80%": code_tasks.PAPER_LEVEL}
+    if summary["thresholds"]:
+        levels["half-way"] = summary["thresholds"][len(summary["thresholds"]) // 2]
+    reached = min(min(max(v) for _, v in seeds.values()) for seeds in curves.values())
+    if reached < code_tasks.PAPER_LEVEL:
+        levels["highest every run reaches"] = round(reached - 0.01, 3)
+    rates = {m: summary["methods"][m]["lr"] for m in summary["methods"]}
+    rates["bot w_s=0"] = rates.get("bot", 0.0)
+    pairs = [
+        ("bot", "grpo"),
+        ("otb", "grpo"),
+        ("bot", "otb"),
+        ("bot w_s=0", "grpo"),
+        ("bot w_s=0", "bot"),
+    ]
+    pairs = [(a, b) for a, b in pairs if a in arms and b in arms]
+    costs = {}
+    for arm, r in arms.items():
+        method = arm.split()[0]
+        recs = [x for x in load_records(r / "metrics.jsonl") if x.get("kind") == "cost"]
+        per_step = [x["seconds_per_step"] for x in recs if x["method"] == method]
+        zero = _train_records(r, method, "bot/frac_zero_signal_groups")
+        share = _train_records(r, method, "bot/local_share")
+        costs[arm] = {
+            "seconds_per_step": float(np.mean(per_step)) if per_step else None,
+            "groups_with_signal": 1 - float(np.mean(zero)) if zero else None,
+            "groups_with_signal_step1": 1
+            - float(
+                np.mean(_train_records(r, method, "bot/frac_zero_signal_groups", 1) or [np.nan])
+            ),
+            "local_share": float(np.mean(share)) if share else None,
+            "tokens_per_completion": float(
+                np.mean(_train_records(r, method, "completions/mean_length") or [np.nan])
+            ),
+        }
+    result = {
+        "id": f"react-pages-{point}",
+        "label": f"react pages of 3 sections, {POINTS[point].rsplit('=', 1)[1]} slips",
+        "task": POINTS[point],
+        "model": f"warm:react-pages-{point}",
+        "start": start,
+        "levels": levels,
+        "budget": args.steps,
+        "rows": [code_tasks._arm_row(a, r, curves, levels, rates[a]) for a, r in arms.items()],
+        "pairs": [
+            code_tasks._compare_pair(curves, a, b, levels, start, args.steps) for a, b in pairs
+        ],
+        "costs": costs,
+    }
+    stem = Path(args.out) / f"regime-{point}-report"
+    stem.with_suffix(".json").write_text(json.dumps(result, indent=2))
+    stem.with_suffix(".md").write_text(code_tasks.render(result) + render_costs(costs))
+    code_tasks.plot(curves, arms, result, stem.with_suffix(".png"))
+    print(code_tasks.render(result) + render_costs(costs))
+    return result
+
+
+def render_costs(costs: dict) -> str:
+    lines = [
+        "",
+        "| arm | s / step | groups with signal (run; step 1) | local share | tokens |",
+        "|---|---|---|---|---|",
+    ]
+    for arm, c in costs.items():
+
+        def f(x, fmt):
+            return "n/a" if x is None or x != x else f"{x:{fmt}}"
+
+        lines.append(
+            f"| {arm} | {f(c['seconds_per_step'], '.1f')} | {f(c['groups_with_signal'], '.2f')}; "
+            f"{f(c['groups_with_signal_step1'], '.2f')} | {f(c['local_share'], '.3f')} | "
+            f"{f(c['tokens_per_completion'], '.0f')} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--point", required=True, choices=list(POINTS))
+    parser.add_argument("--out", default="benchmarks/records")
+    parser.add_argument("--methods", nargs="+", default=["grpo", "bot"])
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--steps", type=int, default=50)
+    parser.add_argument("--eval-every", type=int, default=5)
+    parser.add_argument("--problems", type=int, default=200, help="held-out problems")
+    parser.add_argument("--rates", type=float, nargs="+", default=[4e-4, 8e-4])
+    parser.add_argument("--sweep-seeds", type=int, default=2)
+    parser.add_argument("--ablation", action="store_true", help="bot at w_s = 0 (hard point)")
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if not args.report_only:
+        try:
+            code_tasks._compare(lambda: config_for(args, args.point))
+            if args.ablation:
+                code_tasks._compare(lambda: ablation_config(args))
+        except ValueError as err:
+            code_tasks._usage(err)
+    try:
+        report(args, args.point)
+    except ValueError as err:
+        code_tasks._usage(err)
+
+
+if __name__ == "__main__":
+    main()

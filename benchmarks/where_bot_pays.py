@@ -1,0 +1,421 @@
+"""One map of where BoT pays: every stored BoT-vs-GRPO comparison against what a user can measure
+before training.
+
+For each measured setting it reads the comparison's result (steps to the half-way level, GRPO /
+BoT, and the AUC difference, 5 seeds, paired 95% intervals) from the file the comparison left
+(docs/results/*.json, benchmarks/records/*) and measures the setting's step-0 figures with
+``botgrpo diagnose``'s own function (:mod:`botgrpo.harness.diagnose`) on the setting's starting
+model and task: the share of GRPO's groups with no signal, the local signal's share of BoT's
+token reward, the starting solve rate, completion length, and the verdicts' accuracy against
+the exact ones. Those measurements are kept in ``--records`` (one JSON per setting), so the
+command resumes, and ``--report-only`` rewrites the page from what is there.
+
+Writes docs/results/where-bot-pays.md, .json and .png, and the copy of the map that
+``botgrpo diagnose`` reads (src/botgrpo/harness/where_bot_pays.json).
+
+    python benchmarks/where_bot_pays.py [--records benchmarks/records/where-bot-pays]
+        [--prompts 64] [--report-only]
+
+A benchmark: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "docs" / "results"
+RECORDS = ROOT / "benchmarks" / "records"
+PACKAGE_MAP = ROOT / "src" / "botgrpo" / "harness" / "where_bot_pays.json"
+
+
+@dataclass
+class Setting:
+    """One measured BoT-vs-GRPO comparison and how to diagnose its starting point."""
+
+    id: str
+    label: str
+    page: str
+    task: str
+    model: str
+    result: dict  # speedup {ratio, low, high, censoring}, auc_diff {mean, low, high}, finals
+    verdict_noise: str = ""
+    step_verifier: str = ""
+    w_s: float = 0.5
+    exact_verdicts: bool = True
+    extra: dict = field(default_factory=dict)
+
+
+def _speedup(ratio, low, high, censoring=""):
+    return {"ratio": ratio, "low": low, "high": high, "censoring": censoring}
+
+
+def _auc(mean, low, high):
+    return {"mean": mean, "low": low, "high": high}
+
+
+def stored_settings() -> list[Setting]:
+    """Every stored BoT-vs-GRPO comparison with its result (those whose files are present)."""
+    out: list[Setting] = []
+    difficulty = RESULTS / "difficulty.json"
+    if difficulty.is_file():
+        names = {
+            "chain:min_steps=4,max_steps=7": ("chain-4-7", "chain, 4-7 steps"),
+            "chain": ("chain-4-16", "chain, 4-16 steps (default)"),
+            "chain:min_steps=12,max_steps=16": ("chain-12-16", "chain, 12-16 steps"),
+        }
+        for row in json.loads(difficulty.read_text()):
+            sid, label = names[row["task"]]
+            sp, auc = row["speedup"], row["auc_difference"]
+            out.append(
+                Setting(
+                    sid,
+                    label,
+                    "difficulty.md",
+                    row["task"],
+                    "warm:chain",
+                    {
+                        "speedup": _speedup(sp["ratio"], sp["low"], sp["high"], sp["censoring"]),
+                        "auc_diff": _auc(auc["mean"], auc["low"], auc["high"]),
+                        "final": row["final"],
+                        "start": row["start"],
+                    },
+                )
+            )
+    noise = RESULTS / "verdict-noise.json"
+    if noise.is_file():
+        for row in json.loads(noise.read_text())["settings"]:
+            if row["task"] == "columns":
+                continue  # its converged warm start is not kept: see columns below
+            if row["setting"] == "clean":
+                sid, label = "chain-noise-clean", "chain, exact verdicts (noise map's replicate)"
+            else:
+                sid, label = f"chain-{row['setting']}", f"chain, verdicts {row['verdict_noise']}"
+                if row["w_s"] != 0.5:
+                    label += f", w_s {row['w_s']:g}"
+            out.append(
+                Setting(
+                    sid,
+                    label,
+                    "verdict-noise.md",
+                    "chain",
+                    "warm:chain",
+                    {
+                        "speedup": _speedup(*row["speedup"], row["censoring"]),
+                        "auc_diff": _auc(*row["auc_diff"]),
+                        "final": {"grpo": row["grpo_final"], "bot": row["bot_final"]},
+                    },
+                    verdict_noise=row["verdict_noise"],
+                    w_s=row["w_s"],
+                    exact_verdicts=not row["verdict_noise"],
+                )
+            )
+    prm = RECORDS / "prm-chain-map.json"
+    if prm.is_file():
+        data = json.loads(prm.read_text())
+        for row in data["rows"]:
+            if row["setting"] == "clean":
+                continue  # the exact-verdict replicate of the same task: kept as chain-prm-clean
+            out.append(
+                Setting(
+                    f"chain-{row['setting']}",
+                    f"chain, verdicts of a learned PRM, w_s {row['w_s']:g}",
+                    "prm.md",
+                    "chain",
+                    "warm:chain",
+                    {
+                        "speedup": _speedup(
+                            row["speedup"],
+                            row["speedup_low"],
+                            row["speedup_high"],
+                            row["censoring"],
+                        ),
+                        "auc_diff": _auc(row["auc_diff"], row["auc_low"], row["auc_high"]),
+                        "final": {"grpo": data["grpo_final"], "bot": row["bot_final"]},
+                    },
+                    step_verifier=row["step_verifier"],
+                    w_s=row["w_s"],
+                    exact_verdicts=False,
+                )
+            )
+        clean = next((r for r in data["rows"] if r["setting"] == "clean"), None)
+        if clean is not None:
+            out.append(
+                Setting(
+                    "chain-prm-clean",
+                    "chain, exact verdicts (PRM page's replicate)",
+                    "prm.md",
+                    "chain",
+                    "warm:chain",
+                    {
+                        "speedup": _speedup(
+                            clean["speedup"],
+                            clean["speedup_low"],
+                            clean["speedup_high"],
+                            clean["censoring"],
+                        ),
+                        "auc_diff": _auc(clean["auc_diff"], clean["auc_low"], clean["auc_high"]),
+                        "final": {"grpo": data["grpo_final"], "bot": clean["bot_final"]},
+                    },
+                )
+            )
+    for task, page in (("python", "python-tiny.md"), ("react", "react-tiny.md")):
+        report = RESULTS / f"{task}-5seed.report.json"
+        if not report.is_file():
+            continue
+        data = json.loads(report.read_text())
+        for pair in data["pairs"]:
+            if pair["baseline"] != "grpo" or pair["arm"] not in ("bot", "bot w_s=0"):
+                continue
+            sp = pair["speedup"]["half-way"]
+            w_s = 0.0 if pair["arm"] == "bot w_s=0" else 0.5
+            out.append(
+                Setting(
+                    f"{task}" + ("-ws0" if w_s == 0 else ""),
+                    f"{task} (code, line verdicts)" + (", w_s 0" if w_s == 0 else ""),
+                    page,
+                    task,
+                    f"warm:{task}",
+                    {
+                        "speedup": _speedup(sp["ratio"], sp["low"], sp["high"], sp["censoring"]),
+                        "auc_diff": _auc(*pair["auc_diff"]),
+                    },
+                    w_s=w_s,
+                )
+            )
+    out += code_regime_settings()
+    return out
+
+
+def code_regime_settings() -> list[Setting]:
+    """The long code settings' comparisons (benchmarks/code_regime.py), where finished."""
+    out = []
+    for report in sorted(RECORDS.glob("code-regime-*-report.json")):
+        data = json.loads(report.read_text())
+        for pair in data.get("pairs", []):
+            if pair["arm"] != "bot" or pair["baseline"] != "grpo":
+                continue
+            sp = pair["speedup"]["half-way"]
+            out.append(
+                Setting(
+                    data["id"],
+                    data["label"],
+                    "code-regime.md",
+                    data["task"],
+                    data["model"],
+                    {
+                        "speedup": _speedup(sp["ratio"], sp["low"], sp["high"], sp["censoring"]),
+                        "auc_diff": _auc(*pair["auc_diff"]),
+                    },
+                )
+            )
+    return out
+
+
+def measure(setting: Setting, records: Path, prompts: int) -> dict:
+    """The setting's step-0 figures (cached in ``records``)."""
+    path = records / f"{setting.id}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    from botgrpo.harness.diagnose import DiagnoseConfig, diagnose
+
+    cfg = DiagnoseConfig(
+        task=setting.task,
+        model=setting.model,
+        prompts=prompts,
+        w_s=setting.w_s,
+        verdict_noise=setting.verdict_noise,
+        step_verifier=setting.step_verifier,
+        progress=False,
+    )
+    print(f"where_bot_pays: diagnosing {setting.id}", flush=True)
+    result = diagnose(cfg)
+    result.pop("examples", None)
+    records.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=str))
+    return result
+
+
+def predictors(setting: Setting, diagnosis: dict) -> dict:
+    f, v = diagnosis["figures"], diagnosis["verdicts"]
+    accuracy = 1.0 if setting.exact_verdicts else v.get("verdict_accuracy")
+    return {
+        "grpo_no_signal": f["grpo_no_signal"],
+        "bot_no_signal": f["bot_no_signal"],
+        "local_share": f["local_share"],
+        "solved": f["solved"],
+        "mean_tokens": diagnosis["lengths"]["mean_tokens"],
+        "verdict_accuracy": accuracy,
+        "false_alarm": 0.0 if setting.exact_verdicts else v.get("false_alarm"),
+        "miss": 0.0 if setting.exact_verdicts else v.get("miss"),
+    }
+
+
+def derive_rule(rows: list[dict]) -> dict:
+    """The rule's thresholds from the measured settings (each clause lists its basis)."""
+    exact = [r for r in rows if r["predictors"]["verdict_accuracy"] == 1.0 and r["w_s"] > 0]
+    pays = [r for r in exact if r["speedup"]["low"] > 1.0]
+    ties = [r for r in exact if r["speedup"]["low"] <= 1.0 <= r["speedup"]["high"]]
+    noisy = [r for r in rows if r["id"].startswith("chain-flip") and r["w_s"] == 0.5]
+    kept = [r for r in noisy if r["auc_diff"]["low"] > 0]
+    lost = [r for r in noisy if r["auc_diff"]["low"] <= 0]
+
+    def no_signal(r):
+        return r["predictors"]["grpo_no_signal"]["value"]
+
+    rule: dict = {}
+    if pays:
+        low = min(pays, key=no_signal)
+        rule["pays_from_no_signal"] = round(no_signal(low), 2)
+        rule["pays_from_local_share"] = round(
+            min(r["predictors"]["local_share"]["value"] for r in pays), 3
+        )
+        rule["pays_basis"] = [f"{r['id']} {r['speedup']['ratio']:.2f}x" for r in pays]
+    if ties:
+        rule["ties_below_no_signal"] = round(max(no_signal(r) for r in ties), 2)
+        rule["ties_basis"] = [f"{r['id']} {r['speedup']['ratio']:.2f}x" for r in ties]
+    if kept:
+        rule["min_accuracy"] = round(min(r["predictors"]["verdict_accuracy"] for r in kept), 2)
+        rule["accuracy_basis"] = [
+            f"{r['id']} AUC {r['auc_diff']['mean']:+.3f}" for r in kept + lost
+        ]
+    fa = [r for r in rows if r["id"] == "chain-false_alarm0.3"]
+    miss = [r for r in rows if r["id"] == "chain-miss0.3"]
+    if fa and miss:
+        rule["max_false_alarm"] = 0.1
+        rule["accuracy_basis"] = [
+            *rule.get("accuracy_basis", []),
+            f"{fa[0]['id']} {fa[0]['speedup']['ratio']:.2f}x",
+            f"{miss[0]['id']} {miss[0]['speedup']['ratio']:.2f}x",
+        ]
+    return rule
+
+
+def build(args) -> dict:
+    rows = []
+    for setting in stored_settings():
+        if args.report_only and not (args.records / f"{setting.id}.json").is_file():
+            print(f"where_bot_pays: {setting.id} not diagnosed yet: left out")
+            continue
+        diagnosis = measure(setting, args.records, args.prompts)
+        rows.append(
+            {
+                "id": setting.id,
+                "label": setting.label,
+                "page": setting.page,
+                "task": setting.task,
+                "w_s": setting.w_s,
+                **setting.result,
+                "predictors": predictors(setting, diagnosis),
+            }
+        )
+    return {"settings": rows, "rule": derive_rule(rows)}
+
+
+def _iv(entry, fmt=".2f", suffix="") -> str:
+    if entry is None:
+        return "n/a"
+    value = entry.get("value", entry.get("ratio", entry.get("mean")))
+    if value is None:
+        return "n/a"
+    text = f"{value:{fmt}}{suffix}"
+    if entry.get("low") is not None:
+        text += f" ({entry['low']:{fmt}}-{entry['high']:{fmt}})"
+    return text
+
+
+def render_map(data: dict) -> str:
+    """The map's table (the page's prose is written around it in docs/results)."""
+    lines = [
+        "| setting | BoT vs GRPO, steps to half-way | AUC difference | GRPO groups without "
+        "signal at step 0 | local share of BoT's reward | solved at step 0 | tokens | "
+        "verdicts right | page |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(data["settings"], key=lambda r: -r["predictors"]["grpo_no_signal"]["value"]):
+        p = r["predictors"]
+        speed = _iv(r["speedup"], ".2f", "x")
+        if r["speedup"].get("censoring"):
+            speed += " *"
+        acc = "n/a" if p["verdict_accuracy"] is None else f"{p['verdict_accuracy']:.2f}"
+        lines.append(
+            f"| {r['label']} | {speed} | {_iv(r['auc_diff'], '+.3f')} | "
+            f"{_iv(p['grpo_no_signal'])} | {_iv(p['local_share'], '.3f')} | "
+            f"{_iv(p['solved'])} | {p['mean_tokens']:.0f} | {acc} | [{r['page']}]({r['page']}) |"
+        )
+    lines.append("")
+    lines.append("\\* censored: some runs never reached the level (see the page).")
+    lines.append("")
+    lines.append("Rule thresholds read from the table: " + json.dumps(data["rule"]))
+    return "\n".join(lines) + "\n"
+
+
+def plot_map(data: dict, path: Path) -> None:
+    """BoT's speedup and AUC difference (with intervals) against each step-0 figure."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    panels = (
+        ("grpo_no_signal", "GRPO's groups with no signal at step 0"),
+        ("local_share", "local signal's share of BoT's reward"),
+        ("solved", "solved at step 0"),
+        ("verdict_accuracy", "share of step verdicts right"),
+    )
+    fig, axes = plt.subplots(2, 4, figsize=(18, 8), sharey="row")
+    rows = data["settings"]
+    for col, (key, label) in enumerate(panels):
+        for row_i, (metric, ylabel, ref) in enumerate(
+            (("speedup", "BoT vs GRPO, steps to half-way (x)", 1.0),
+             ("auc_diff", "AUC difference BoT - GRPO", 0.0))
+        ):  # fmt: skip
+            ax = axes[row_i, col]
+            for r in rows:
+                x = r["predictors"][key]
+                x = x["value"] if isinstance(x, dict) else x
+                if x is None:
+                    continue
+                m = r[metric]
+                y = m.get("ratio", m.get("mean"))
+                exact = r["predictors"]["verdict_accuracy"] == 1.0
+                color = ("C3" if r["task"] in ("react", "python") or "sections" in r["task"]
+                         else "C0") if exact else "C1"  # fmt: skip
+                ax.errorbar(x, y, yerr=[[y - m["low"]], [m["high"] - y]], fmt="o",
+                            color=color, capsize=3, alpha=0.85)  # fmt: skip
+                ax.annotate(r["id"], (x, y), fontsize=6, xytext=(3, 2), textcoords="offset points")
+            ax.axhline(ref, color="grey", ls=":")
+            ax.set_xlabel(label)
+            if col == 0:
+                ax.set_ylabel(ylabel)
+    fig.suptitle(
+        "Where BoT pays: every stored comparison (blue: exact step verdicts, red: code tasks' "
+        "line verdicts, orange: noisy or learned verdicts), 95% intervals over 5 seeds"
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=Path, default=RECORDS / "where-bot-pays")
+    parser.add_argument("--prompts", type=int, default=64, help="prompts per diagnosis")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--report-only", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    data = build(args)
+    (args.out / "where-bot-pays.json").write_text(json.dumps(data, indent=2))
+    PACKAGE_MAP.write_text(json.dumps(data, indent=2))
+    (args.out / "where-bot-pays.md").write_text(render_map(data))
+    plot_map(data, args.out / "where-bot-pays.png")
+    print(render_map(data))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+"""What a diagnosis means: its figures among the settings measured in docs/results, and what to
+try, never with a number that was not measured.
+
+The measured settings come from the map of where BoT pays (``where_bot_pays.json`` beside this
+module, written by ``benchmarks/where_bot_pays.py`` from the stored comparisons and the same
+step-0 figures :mod:`botgrpo.harness.diagnosis` measures). :func:`advise` finds the nearest
+measured settings by those figures and applies the map's rule, whose thresholds are read from
+the map (each clause names the settings behind it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+#: The map's data, shipped with the package (``benchmarks/where_bot_pays.py`` writes it).
+MAP_PATH = Path(__file__).with_name("where_bot_pays.json")
+
+#: Figures that place a setting, and how far apart two settings are along each (a difference
+#: of this much counts as 1).
+DISTANCE_SCALES = {"grpo_no_signal": 0.15, "solved": 0.15, "local_share": 0.05}
+
+
+def load_map(path: Path | None = None) -> dict:
+    """The map's settings and rule; an empty map when none ships (advice then says so)."""
+    path = path or MAP_PATH
+    if not path.is_file():
+        return {"settings": [], "rule": {}}
+    return json.loads(path.read_text())
+
+
+def _value(figures: dict, name: str) -> float | None:
+    entry = figures.get(name)
+    if isinstance(entry, dict):
+        return entry.get("value")
+    return entry
+
+
+def nearest(figures: dict, settings: list[dict], n: int = 3) -> list[dict]:
+    """The ``n`` measured settings closest to ``figures`` (:data:`DISTANCE_SCALES`), each with
+    its distance."""
+    scored = []
+    for s in settings:
+        parts = []
+        for name, scale in DISTANCE_SCALES.items():
+            mine, theirs = _value(figures, name), _value(s["predictors"], name)
+            if mine is not None and theirs is not None:
+                parts.append(((mine - theirs) / scale) ** 2)
+        if parts:
+            scored.append({**s, "distance": math.sqrt(sum(parts) / len(parts))})
+    return sorted(scored, key=lambda s: s["distance"])[:n]
+
+
+def advise(result: dict, data: dict | None = None) -> dict:
+    """The recommendation for a diagnosis: what to try, why, and the nearest measured settings
+    with their speedups and intervals."""
+    data = data if data is not None else load_map()
+    figures = dict(result["figures"])
+    verdicts = result.get("verdicts", {})
+    rule = data.get("rule", {})
+    close = nearest(figures, data.get("settings", []))
+    why: list[str] = []
+    no_signal = _value(figures, "grpo_no_signal") or 0.0
+    bot_none = _value(figures, "bot_no_signal") or 0.0
+    share = _value(figures, "local_share") or 0.0
+    solved = _value(figures, "solved") or 0.0
+    accuracy = verdicts.get("verdict_accuracy")
+    false_alarm = verdicts.get("false_alarm")
+    if not data.get("settings"):
+        return {
+            "try": "unknown",
+            "why": ["no map of measured settings ships with this install"],
+            "nearest": [],
+        }
+    if solved == 0.0 and share == 0.0:
+        choice = "warm start first"
+        why.append(
+            "no rollout solved its problem and the local signal is zero: neither method has "
+            "anything to reinforce (RL re-weights behaviour the model already shows: see "
+            "docs/tasks.md on warm starts)"
+        )
+    elif (accuracy is not None and accuracy < rule.get("min_accuracy", 0.8)) or (
+        false_alarm is not None and false_alarm > rule.get("max_false_alarm", 0.1)
+    ):
+        choice = "fix the verifier first"
+        right = "an unknown share" if accuracy is None else f"{accuracy:.0%}"
+        why.append(
+            f"the verdicts are right {right} of the time with {false_alarm or 0:.0%} "
+            f"false alarms; BoT kept its lead down to {rule.get('min_accuracy', 0.8):.0%} "
+            "right and lost it to false alarms (" + ", ".join(rule.get("accuracy_basis", [])) + ")"
+        )
+    elif (
+        no_signal >= rule.get("pays_from_no_signal", 0.4)
+        and share >= rule.get("pays_from_local_share", 0.05)
+        and bot_none < no_signal
+    ):
+        choice = "bot"
+        why.append(
+            f"{no_signal:.0%} of GRPO's groups carry no signal at step 0 while BoT's local "
+            f"signal ({share:.0%} of its reward) still ranks rollouts there: where that held, "
+            "BoT reached the half-way level sooner (" + ", ".join(rule.get("pays_basis", [])) + ")"
+        )
+    elif no_signal <= rule.get("ties_below_no_signal", 0.15):
+        choice = "grpo or dapo (bot ties)"
+        why.append(
+            f"GRPO already has a signal in {1 - no_signal:.0%} of its groups: there BoT and GRPO "
+            "learned at the same speed (" + ", ".join(rule.get("ties_basis", [])) + "); BoT costs "
+            "nothing extra, but expect no speedup"
+        )
+    else:
+        choice = "bot (a smaller gain likely)"
+        why.append(
+            f"{no_signal:.0%} of GRPO's groups carry no signal: between the settings where BoT "
+            "tied and where it led; measured settings nearby are listed below"
+        )
+    if verdicts.get("wrong_in_solved") and verdicts["wrong_in_solved"] > 0.2:
+        why.append(
+            f"{verdicts['wrong_in_solved']:.0%} of the steps in solved rollouts are judged "
+            "wrong: check the verifier against labelled steps"
+        )
+    return {
+        "try": choice,
+        "why": why,
+        "nearest": [
+            {k: s[k] for k in ("id", "label", "page", "speedup", "auc_diff", "distance")}
+            for s in close
+        ],
+    }
+
+
+def _interval(entry: dict | None, fmt: str = ".2f", suffix: str = "") -> str:
+    if not entry or entry.get("value", entry.get("ratio", entry.get("mean"))) is None:
+        return "n/a"
+    value = entry.get("value", entry.get("ratio", entry.get("mean")))
+    if entry.get("low") is None:
+        return f"{value:{fmt}}{suffix}"
+    return f"{value:{fmt}}{suffix} ({entry['low']:{fmt}} to {entry['high']:{fmt}})"
+
+
+def render_diagnosis(result: dict) -> str:
+    """The diagnosis in words and a table, as the command prints it."""
+    f, v, c = result["figures"], result["verdicts"], result["costs"]
+    advice = result.get("advice", {})
+    lines = [
+        f"# Diagnosis: {result['label']}",
+        "",
+        f"Model {result['model']}; {result['prompts']} prompts x {result['k']} rollouts at "
+        f"temperature {result['temperature']:g}; w_g {result['w_g']:g}, w_s {result['w_s']:g}.",
+        "",
+        f"**Try: {advice.get('try', 'n/a')}.** " + " ".join(advice.get("why", [])),
+        "",
+        "| figure (95% interval over prompts) | value |",
+        "|---|---|",
+        f"| GRPO groups with no signal | {_interval(f['grpo_no_signal'])} |",
+        f"| BoT groups with no signal | {_interval(f['bot_no_signal'])} |",
+        f"| local signal's share of BoT's reward | {_interval(f['local_share'], '.3f')} |",
+        f"| local signal's spread in a group (sd of w_s S_t) | {_interval(f['local_spread'], '.3f')} |",
+        f"| solved | {_interval(f['solved'])} |",
+        f"| tokens per completion (mean, p90) | {result['lengths']['mean_tokens']:.0f}, "
+        f"{result['lengths']['p90_tokens']:.0f} |",
+        f"| truncated at the length limit | {result['lengths']['truncated']:.2f} |",
+    ]
+    for key, label in (
+        ("wrong_in_solved", "steps judged wrong in solved rollouts"),
+        ("right_in_failed", "steps judged right in failed rollouts"),
+        ("false_alarm", "false alarms (right steps judged wrong, vs the reference)"),
+        ("miss", "misses (wrong steps judged right, vs the reference)"),
+        ("verdict_accuracy", "verdicts right (vs the reference)"),
+    ):
+        if v.get(key) is not None:
+            lines.append(f"| {label} | {v[key]:.3f} |")
+    calls = ", ".join(f"{s:.2f}" for s in c["seconds_per_scoring_call"])
+    lines.append(
+        f"| seconds per rollout / per scoring call | {c['seconds_per_rollout']:.3f} / {calls} |"
+    )
+    lines.append(f"| peak memory of this process | {c['peak_rss_gib']:.2f} GiB |")
+    if "bot_state_gib" in c:
+        lines.append(
+            f"| training state, BoT vs PPO with a critic (bf16, AdamW) | "
+            f"{c['bot_state_gib']:.2f} vs {c['ppo_state_gib']:.2f} GiB |"
+        )
+    if advice.get("nearest"):
+        lines += [
+            "",
+            "Nearest measured settings (docs/results):",
+            "",
+            "| setting | BoT vs GRPO, steps to half-way | AUC difference | page |",
+            "|---|---|---|---|",
+        ]
+        for s in advice["nearest"]:
+            speed = _interval(s["speedup"], ".2f", "x")
+            lines.append(
+                f"| {s['label']} | {speed} | {_interval(s['auc_diff'], '+.3f')} | {s['page']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plot_diagnosis(result: dict, path: Path, data: dict | None = None) -> None:
+    """The user's figures (a star, with intervals) among the measured settings, coloured by
+    BoT's speedup over GRPO."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = data if data is not None else load_map()
+    fig, ax = plt.subplots(figsize=(7.5, 5))
+    settings = data.get("settings", [])
+    xs = [_value(s["predictors"], "grpo_no_signal") for s in settings]
+    ys = [_value(s["predictors"], "local_share") for s in settings]
+    cs = [s["speedup"]["ratio"] if s["speedup"] else 1.0 for s in settings]
+    keep = [
+        i for i, (x, y) in enumerate(zip(xs, ys, strict=True)) if x is not None and y is not None
+    ]
+    if keep:
+        points = ax.scatter(
+            [xs[i] for i in keep],
+            [ys[i] for i in keep],
+            c=[cs[i] for i in keep],
+            cmap="coolwarm",
+            vmin=0.6,
+            vmax=1.8,
+            s=60,
+        )
+        fig.colorbar(points, ax=ax, label="BoT vs GRPO, steps to half-way (x)")
+        for i in keep:
+            ax.annotate(
+                settings[i]["id"],
+                (xs[i], ys[i]),
+                fontsize=7,
+                xytext=(3, 3),
+                textcoords="offset points",
+            )
+    f = result["figures"]
+    x, y = f["grpo_no_signal"], f["local_share"]
+    ax.errorbar(
+        x["value"],
+        y["value"],
+        xerr=[[x["value"] - x["low"]], [x["high"] - x["value"]]],
+        yerr=[[y["value"] - y["low"]], [y["high"] - y["value"]]],
+        fmt="*",
+        color="k",
+        markersize=14,
+        capsize=4,
+        label=f"this diagnosis: {result['label']}",
+    )
+    ax.set(
+        xlabel="share of GRPO's groups with no signal at step 0",
+        ylabel="local signal's share of BoT's token reward",
+        title="Where your task sits among the measured settings",
+    )
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

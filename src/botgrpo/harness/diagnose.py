@@ -1,0 +1,345 @@
+"""``botgrpo diagnose``: measure, before a long run, whether BoT's token credit will pay on the
+user's own task and model, and say why (:mod:`botgrpo.harness.diagnosis` measures,
+:mod:`botgrpo.harness.advice` places the figures among the settings measured in
+docs/results and recommends).
+
+    botgrpo diagnose --task chain                        # the task's shipped warm start
+    botgrpo diagnose --task mypkg.tasks:make --model runs/my-warm-start
+    botgrpo diagnose --config recipes/smollm2_chain_cpu.yaml --prompts 32
+"""
+
+from __future__ import annotations
+
+import resource
+from dataclasses import dataclass
+from typing import Any
+
+from botgrpo.harness.diagnosis import (
+    draw_prompts,
+    group_figures,
+    length_figures,
+    sample_rollouts,
+    verdict_figures,
+    with_intervals,
+)
+
+
+@dataclass
+class DiagnoseConfig:
+    """What to diagnose: a task or a ``botgrpo train`` recipe, the model, how many rollouts."""
+
+    task: str = ""
+    """Task spec (chain, react:sections=3, jsonl:PATH, package.module:factory, ...), scored by
+    its own reward; or leave it empty and give config."""
+    config: str = ""
+    """A `botgrpo train` YAML recipe: its model, data (task or dataset_name), reward_funcs,
+    w_g, w_s, num_generations, temperature, max_completion_length and chat settings."""
+    model: str = ""
+    """The model to sample from (a folder, a hub id, tiny:DIR, warm:NAME, real:NAME); empty =
+    the recipe's, else the task's shipped warm start (warm:TASK)."""
+    prompts: int = 64
+    """Prompts to sample (each a group of k rollouts)."""
+    k: int | None = None
+    """Rollouts per prompt (the training's K); None = the recipe's num_generations, else 8."""
+    temperature: float | None = None
+    """Sampling temperature; None = the recipe's, else 1.0."""
+    max_completion_length: int | None = None
+    """Longest completion in tokens; None = the recipe's, else the task's."""
+    w_g: float | None = None
+    """Weight of the outcome G; None = the recipe's, else 3.0."""
+    w_s: float | None = None
+    """Weight of the local signal S_t; None = the recipe's, else 0.5."""
+    verdict_noise: str = ""
+    """Train-time verdicts made noisy as RATE[:KIND] (with a task): their false-alarm and miss
+    rates are measured against the task's exact verdicts."""
+    step_verifier: str = ""
+    """Train-time verdicts from a learned verifier, prm:PATH (with a task): measured against
+    the task's exact verdicts."""
+    system_prompt: str | None = None
+    """A system message before every prompt (implies chat; with a task)."""
+    chat: bool = False
+    """Render prompts with the model's chat template (with a task)."""
+    seed: int = 0
+    """Seed of the problems drawn and the sampling."""
+    out_dir: str = "runs"
+    """Parent folder of the diagnosis folder."""
+    name: str = "diagnose"
+    """The diagnosis folder's name: diagnosis.json, diagnosis.md and diagnosis.png there."""
+    json: bool = False
+    """Print the figures as JSON on stdout instead of the report."""
+    progress: bool = True
+    """A progress bar while sampling."""
+
+    def __post_init__(self) -> None:
+        if not self.task and not self.config:
+            raise ValueError("give --task SPEC or --config RECIPE.yaml: what to diagnose")
+        if self.prompts < 2:
+            raise ValueError(f"prompts must be >= 2 (an interval needs groups), got {self.prompts}")
+        if self.k is not None and self.k < 2:
+            raise ValueError(
+                f"k must be >= 2: GRPO and BoT compare rollouts of one prompt, got {self.k}"
+            )
+        if self.temperature is not None and not self.temperature > 0:
+            raise ValueError(
+                f"temperature must be > 0 (rollouts are sampled), got {self.temperature}"
+            )
+        if self.verdict_noise and self.step_verifier:
+            raise ValueError("give verdict_noise or step_verifier, not both")
+        if (self.verdict_noise or self.step_verifier) and not self.task:
+            raise ValueError(
+                "verdict_noise and step_verifier change a task's verdicts: give --task"
+            )
+        if self.system_prompt is not None:
+            self.chat = True
+
+
+@dataclass
+class Plan:
+    """Everything :func:`diagnose` samples and scores with, resolved and checked."""
+
+    model_path: str
+    examples: list  # the prompts' problems (a task) or dataset rows
+    prompts: list
+    columns: dict
+    reward_funcs: list
+    reference_funcs: list | None
+    weights: list | None
+    k: int
+    temperature: float
+    max_new: int
+    w_g: float
+    w_s: float
+    render: Any
+    label: str
+
+
+def plan(cfg: DiagnoseConfig) -> Plan:
+    """Resolve the recipe or task, the model, the rewards and every default; ValueError (a
+    user's mistake) before any model is loaded."""
+    from transformers import AutoTokenizer
+
+    from botgrpo.models import resolve_model_path
+
+    recipe = _recipe(cfg.config) if cfg.config else None
+    task_spec = cfg.task or (recipe["task"] if recipe else "")
+    model = cfg.model or (recipe["model"] if recipe else _default_model(task_spec))
+    model_path = resolve_model_path(model)
+    tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
+    k = cfg.k or (recipe["k"] if recipe else 8)
+    if k < 2:
+        raise ValueError(f"the recipe's num_generations is {k}: GRPO and BoT need K >= 2")
+    w_g = cfg.w_g if cfg.w_g is not None else (recipe["w_g"] if recipe else 3.0)
+    w_s = cfg.w_s if cfg.w_s is not None else (recipe["w_s"] if recipe else 0.5)
+    temperature = cfg.temperature or (recipe["temperature"] if recipe else 1.0)
+    system = (
+        cfg.system_prompt
+        if cfg.system_prompt is not None
+        else (recipe["system_prompt"] if recipe else None)
+    )
+    chat = cfg.chat or system is not None or bool(recipe and recipe["chat"])
+    render = _renderer(tokenizer, chat, system)
+    if recipe is not None and not cfg.task:
+        examples, prompts, columns = _recipe_rows(recipe, cfg)
+        funcs, weights = recipe["reward_funcs"](tokenizer), recipe["weights"]
+        reference = None
+        max_new = cfg.max_completion_length or recipe["max_new"]
+    else:
+        from botgrpo.tasks import load_task
+        from botgrpo.tasks.learned import with_step_verifier
+        from botgrpo.tasks.noise import clean_task, with_verdict_noise
+        from botgrpo.tasks.reward import task_reward
+
+        judged = with_step_verifier(
+            with_verdict_noise(load_task(task_spec), cfg.verdict_noise), cfg.step_verifier
+        )
+        clean = clean_task(judged)
+        examples = draw_prompts(clean, cfg.prompts, cfg.seed)
+        prompts = [ex.prompt for ex in examples]
+        rows = [ex.to_row() for ex in examples]
+        columns = {c: [r[c] for r in rows] for c in ("answer", "meta")}
+        funcs, weights = [task_reward(judged, tokenizer)], None
+        reference = [task_reward(clean, tokenizer)] if judged is not clean else None
+        default_new = getattr(clean, "max_completion_tokens", 192)
+        max_new = cfg.max_completion_length or default_new
+    if chat:
+        from botgrpo.tasks.data import chat_prompt
+
+        prompts = [chat_prompt(p, system) for p in prompts]
+    return Plan(
+        model_path,
+        examples,
+        prompts,
+        columns,
+        funcs,
+        reference,
+        weights,
+        k,
+        float(temperature),
+        int(max_new),
+        float(w_g),
+        float(w_s),
+        render,
+        task_spec or cfg.config,
+    )
+
+
+def _default_model(task_spec: str) -> str:
+    from botgrpo.shipped import PACKAGED_DIR
+
+    name = task_spec.partition(":")[0]
+    if (PACKAGED_DIR / name / "warm_start.json").is_file():
+        return f"warm:{name}"
+    raise ValueError(
+        f"no warm start ships for task {task_spec!r}: give --model (e.g. the folder "
+        "`botgrpo warm-start` printed, or real:smollm2-135m-instruct)"
+    )
+
+
+def _renderer(tokenizer, chat: bool, system: str | None):
+    if not chat:
+        return lambda p: p if isinstance(p, str) else p[-1]["content"]
+    from botgrpo.tasks.data import chat_text
+
+    return lambda p: chat_text(tokenizer, p, system)
+
+
+def _recipe(path: str) -> dict:
+    """The parts of a `botgrpo train` recipe a diagnosis uses, read by the train command's
+    own parser and checks."""
+    from botgrpo.scoring.loading import load_reward_funcs
+    from botgrpo.trl.script import _task_of, check_train_inputs, parse_train_args
+
+    args, config, model_args = parse_train_args(["--config", path])
+    check_train_inputs(args, model_args.model_name_or_path)
+    if args.task == "arithmetic":
+        raise ValueError("task 'arithmetic' is a plumbing check with no problems to diagnose")
+
+    def funcs(tokenizer):
+        return load_reward_funcs(
+            args.reward_funcs, tokenizer, args.reward_func_kwargs, _task_of(args)
+        )
+
+    return {
+        "args": args,
+        "task": args.task or "",
+        "model": model_args.model_name_or_path,
+        "k": config.num_generations,
+        "temperature": config.temperature,
+        "w_g": config.w_g,
+        "w_s": config.w_s,
+        "max_new": config.max_completion_length,
+        "weights": config.reward_weights,
+        "system_prompt": args.system_prompt,
+        "chat": args.conversational,
+        "reward_funcs": funcs,
+    }
+
+
+def _recipe_rows(recipe: dict, cfg: DiagnoseConfig):
+    from botgrpo.trl.script import load_datasets
+
+    args = recipe["args"]
+    args.conversational, args.system_prompt = False, None  # chat is applied by plan()
+    train, _ = load_datasets(args, cfg.seed)
+    train = train.shuffle(seed=cfg.seed).select(range(min(cfg.prompts, len(train))))
+    rows = list(train)
+    prompts = [r["prompt"] for r in rows]
+    columns = {c: [r[c] for r in rows] for c in train.column_names if c != "prompt"}
+    return rows, prompts, columns
+
+
+def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
+    """Sample, score and measure (see :mod:`botgrpo.harness.diagnosis`); returns the figures."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the command's own bar says what is happening
+    p = planned or plan(cfg)
+    tokenizer = AutoTokenizer.from_pretrained(p.model_path, padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(p.model_path)
+    bar = _bar(cfg, len(p.prompts))
+    try:
+        rollouts = sample_rollouts(
+            model,
+            tokenizer,
+            p.prompts,
+            p.columns,
+            k=p.k,
+            temperature=p.temperature,
+            max_new_tokens=p.max_new,
+            render=p.render,
+            seed=cfg.seed,
+            progress=bar.update if bar is not None else None,
+        )
+    finally:
+        if bar is not None:
+            bar.close()
+    scored = _score(rollouts, p.reward_funcs, p)
+    reference = _score(rollouts, p.reference_funcs, p).verdicts if p.reference_funcs else None
+    figures = with_intervals(group_figures(scored, rollouts.group_B), cfg.seed)
+    n = len(rollouts.texts)
+    result = {
+        "label": p.label,
+        "model": p.model_path,
+        "prompts": len(p.prompts),
+        "k": p.k,
+        "temperature": p.temperature,
+        "w_g": p.w_g,
+        "w_s": p.w_s,
+        "max_completion_length": p.max_new,
+        "figures": figures,
+        "lengths": length_figures(rollouts),
+        "verdicts": verdict_figures(scored, reference),
+        "costs": {
+            "seconds_per_rollout": rollouts.seconds / max(1, n),
+            "seconds_per_scoring_call": list(scored.seconds),
+            "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
+            **_state_memory(model),
+        },
+        "examples": rollouts.texts[:3],
+    }
+    return result
+
+
+def _bar(cfg: DiagnoseConfig, total: int):
+    if not cfg.progress:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="diagnose: sampling prompts", unit="prompt")
+
+
+def _score(rollouts, funcs, p: Plan):
+    from botgrpo.harness.diagnosis import score_rollouts as score
+
+    try:
+        return score(rollouts, funcs, w_g=p.w_g, w_s=p.w_s, weights=p.weights)
+    except (ValueError, TypeError, RuntimeError) as err:
+        raise RewardFailed(" ".join(str(err).split())) from err
+
+
+class RewardFailed(RuntimeError):
+    """A reward function raised or answered wrongly on the sampled rollouts."""
+
+
+def _state_memory(model) -> dict[str, float]:
+    """BoT's and PPO-with-a-critic's training state at this model's shape (bf16 weights,
+    AdamW), from :mod:`botgrpo.trl.memory`; empty when the shape is not a Llama/Qwen2 one."""
+    from botgrpo.trl.memory import DecoderShape, training_state_bytes
+
+    c = model.config
+    try:
+        shape = DecoderShape(
+            vocab=c.vocab_size,
+            hidden=c.hidden_size,
+            intermediate=c.intermediate_size,
+            layers=c.num_hidden_layers,
+            heads=c.num_attention_heads,
+            kv_heads=getattr(c, "num_key_value_heads", c.num_attention_heads),
+            tied=bool(getattr(c, "tie_word_embeddings", False)),
+            qkv_bias=bool(getattr(c, "attention_bias", False)),
+        )
+    except (AttributeError, TypeError, ValueError):
+        return {}
+    bot, ppo = training_state_bytes(shape, critic=False), training_state_bytes(shape, critic=True)
+    return {"bot_state_gib": bot.total / 2**30, "ppo_state_gib": ppo.total / 2**30}

@@ -1,0 +1,284 @@
+"""`botgrpo diagnose`: step-0 figures on hand-made rollouts with known answers, the advice on
+fixed figures, a real run on the shipped chain warm start, and bad inputs in one line."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+
+from botgrpo.cli import main
+from botgrpo.harness.advice import advise, nearest, render_diagnosis
+from botgrpo.harness.diagnosis import (
+    Rollouts,
+    group_figures,
+    length_figures,
+    score_rollouts,
+    verdict_figures,
+    with_intervals,
+)
+from botgrpo.rewards.types import TokenReward
+
+
+def rollouts(lengths: list[int], k: int, truncated=None) -> Rollouts:
+    n = len(lengths)
+    return Rollouts(
+        prompts=[f"p{i}" for i in range(n // k)],
+        columns={"answer": [str(i) for i in range(n // k)]},
+        completion_ids=[list(range(1, m + 1)) for m in lengths],
+        texts=["x" * m for m in lengths],
+        truncated=truncated or [False] * n,
+        k=k,
+        seconds=1.0,
+    )
+
+
+def token_reward(spec):
+    """A token reward function: rollout i gets outcome spec[i][0], local spec[i][1] on every
+    token, verdicts spec[i][2] and solved spec[i][3]."""
+
+    def reward(prompts, completions, completion_ids, **columns):
+        out = []
+        for i, ids in enumerate(completion_ids):
+            g, s, verdicts, solved = spec[i]
+            out.append(
+                TokenReward(
+                    outcome=g,
+                    local=np.full(len(ids), s),
+                    info={"raw_verdicts": verdicts, "solved": solved},
+                )
+            )
+        return out
+
+    return reward
+
+
+def test_group_figures_on_rollouts_with_known_answers():
+    # group 0: outcomes differ (GRPO has signal), locals differ; group 1: all equal outcome and
+    # local (neither has signal); group 2: equal outcome, different local (only BoT has signal)
+    spec = [
+        (1.0, 0.0, [1, 1], True), (0.0, -1.0, [1, -1], False),
+        (0.0, 0.0, [1], False), (0.0, 0.0, [1], False),
+        (0.0, 1.0, [1, 1], False), (0.0, -1.0, [-1], False),
+    ]  # fmt: skip
+    ro = rollouts([3, 2, 4, 4, 2, 3], k=2)
+    scored = score_rollouts(ro, [token_reward(spec)], w_g=3.0, w_s=0.5)
+    sums = group_figures(scored, ro.group_B)
+    figures = with_intervals(sums)
+    assert figures["grpo_no_signal"]["value"] == pytest.approx(2 / 3)
+    assert figures["bot_no_signal"]["value"] == pytest.approx(1 / 3)
+    # |outcome part|: w_g G = 3 on each of rollout 0's 3 tokens = 9
+    local_abs = 0.5 * (2 + 2 + 3)  # |w_s S_t| on rollouts 1, 4, 5
+    assert figures["local_share"]["value"] == pytest.approx(local_abs / (9 + local_abs))
+    assert figures["solved"]["value"] == pytest.approx(1 / 6)
+    low, high = figures["grpo_no_signal"]["low"], figures["grpo_no_signal"]["high"]
+    assert 0 <= low <= figures["grpo_no_signal"]["value"] <= high <= 1
+    verdicts = verdict_figures(scored)
+    assert verdicts["wrong_in_solved"] == 0.0
+    assert verdicts["right_in_failed"] == pytest.approx(5 / 7)
+    assert verdicts["false_alarm"] is None
+
+
+def test_a_group_of_one_has_no_signal_and_masked_tokens_cannot_matter():
+    spec = [(1.0, 0.5, [1], True), (0.0, -0.5, [-1], False)]
+    one = rollouts([3, 3], k=1)
+    scored = score_rollouts(one, [token_reward(spec)], w_g=1.0, w_s=1.0)
+    figures = with_intervals(group_figures(scored, one.group_B))
+    assert figures["grpo_no_signal"]["value"] == 1.0  # one rollout: nothing to compare
+    assert figures["bot_no_signal"]["value"] == 1.0  # and its token rewards are constant
+    # values outside a rollout's own tokens (the padding of a batch) cannot move a figure
+    pair = rollouts([2, 5], k=2)
+    scored = score_rollouts(pair, [token_reward(spec)], w_g=1.0, w_s=1.0)
+    before = group_figures(scored, pair.group_B)
+    scored.local_BT[0, 2:] = 99.0
+    scored.outcome_B[1] += 0.0
+    after = group_figures(scored, pair.group_B)
+    assert all(np.allclose(before[k], after[k]) for k in before)
+
+
+def test_scalar_rewards_only_give_no_local_signal_and_reference_rates():
+    def scalar(prompts, completions, completion_ids, **columns):
+        return [float(len(c) > 2) for c in completions]
+
+    ro = rollouts([1, 3, 2, 2], k=2, truncated=[False, True, False, False])
+    scored = score_rollouts(ro, [scalar], w_g=3.0, w_s=0.5)
+    figures = with_intervals(group_figures(scored, ro.group_B))
+    assert figures["local_share"]["value"] == 0.0
+    assert figures["grpo_no_signal"]["value"] == 0.5
+    assert figures["bot_no_signal"]["value"] == 0.5  # with no local signal BoT is GRPO
+    lengths = length_figures(ro)
+    assert lengths["truncated"] == 0.25 and lengths["mean_tokens"] == 2.0
+    # against a reference: a verdict source judging one right step wrong and missing one error
+    spec = [(0.0, 0.0, [1, -1, 1], False)] * 4
+    mine = score_rollouts(ro, [token_reward(spec)], w_g=1.0, w_s=1.0)
+    reference = [[1, 1, -1]] * 4
+    v = verdict_figures(mine, reference)
+    assert (
+        v["false_alarm"] == 0.5
+        and v["miss"] == 1.0
+        and v["verdict_accuracy"] == pytest.approx(1 / 3)
+    )
+
+
+MAP = {
+    "settings": [
+        {
+            "id": "rare",
+            "label": "rare success",
+            "page": "difficulty.md",
+            "speedup": {"ratio": 1.6, "low": 1.4, "high": 1.9},
+            "auc_diff": {"mean": 0.12, "low": 0.09, "high": 0.15},
+            "predictors": {
+                "grpo_no_signal": {"value": 0.8},
+                "local_share": {"value": 0.05},
+                "solved": {"value": 0.03},
+            },
+        },
+        {
+            "id": "code",
+            "label": "code",
+            "page": "react-tiny.md",
+            "speedup": {"ratio": 1.0, "low": 0.99, "high": 1.03},
+            "auc_diff": {"mean": 0.005, "low": -0.02, "high": 0.03},
+            "predictors": {
+                "grpo_no_signal": {"value": 0.03},
+                "local_share": {"value": 0.03},
+                "solved": {"value": 0.3},
+            },
+        },
+    ],
+    "rule": {
+        "pays_from_no_signal": 0.5,
+        "pays_from_local_share": 0.03,
+        "pays_basis": ["rare 1.60x"],
+        "ties_below_no_signal": 0.1,
+        "ties_basis": ["code 1.00x"],
+        "min_accuracy": 0.8,
+        "max_false_alarm": 0.1,
+        "accuracy_basis": ["flip0.2 AUC +0.027"],
+    },
+}
+
+
+def diagnosis(no_signal, share, solved=0.1, bot_none=0.0, verdicts=None):
+    f = {"value": None, "low": None, "high": None}
+    figures = {
+        "grpo_no_signal": {**f, "value": no_signal},
+        "bot_no_signal": {**f, "value": bot_none},
+        "local_share": {**f, "value": share},
+        "solved": {**f, "value": solved},
+    }
+    return {"figures": figures, "verdicts": verdicts or {}}
+
+
+@pytest.mark.parametrize(
+    ("figures", "expected", "nearest_id"),
+    [
+        (diagnosis(0.75, 0.05), "bot", "rare"),
+        (diagnosis(0.02, 0.03, solved=0.35), "grpo or dapo (bot ties)", "code"),
+        (diagnosis(0.3, 0.04, solved=0.2), "bot (a smaller gain likely)", None),
+        (
+            diagnosis(0.9, 0.05, verdicts={"verdict_accuracy": 0.7, "false_alarm": 0.3}),
+            "fix the verifier first",
+            "rare",
+        ),
+        (diagnosis(1.0, 0.0, solved=0.0, bot_none=1.0), "warm start first", None),
+    ],
+)
+def test_the_advice_on_fixed_figures(figures, expected, nearest_id):
+    advice = advise(figures, MAP)
+    assert advice["try"] == expected
+    assert advice["why"] and all(isinstance(w, str) for w in advice["why"])
+    if nearest_id:
+        assert advice["nearest"][0]["id"] == nearest_id
+    assert advise(figures, {"settings": [], "rule": {}})["try"] == "unknown"
+
+
+def test_nearest_orders_by_scaled_distance():
+    close = nearest(diagnosis(0.7, 0.05)["figures"], MAP["settings"])
+    assert [s["id"] for s in close] == ["rare", "code"] and close[0]["distance"] < 1
+
+
+@pytest.mark.slow
+def test_diagnose_on_the_shipped_chain_warm_start(tmp_path, capsys):
+    """The command end to end: the report, the JSON, the plot, and figures that match what the
+    PRM page's clean comparison recorded at its first step (GRPO: 75% of groups without
+    signal, local share 0.041, 5 seeds x 8 groups)."""
+    args = ["diagnose", "--task", "chain", "--prompts", "48", "--out-dir", str(tmp_path),
+            "--progress", "false"]  # fmt: skip
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "Try:" in out and "GRPO groups with no signal" in out
+    folder = tmp_path / "diagnose"
+    result = json.loads((folder / "diagnosis.json").read_text())
+    assert (folder / "diagnosis.png").read_bytes()[:4] == b"\x89PNG"
+    f = result["figures"]
+    assert f["grpo_no_signal"]["low"] <= 0.75 <= f["grpo_no_signal"]["high"]
+    assert f["local_share"]["low"] - 0.01 <= 0.041 <= f["local_share"]["high"] + 0.01
+    assert f["bot_no_signal"]["value"] == 0.0
+    assert "Try:" in render_diagnosis(result)
+
+
+BROKEN = textwrap.dedent(
+    """
+    def broken(prompts, completions, completion_ids, **kw):
+        raise RuntimeError("the judge is down")
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--task", "chain", "--k", "1"], "k must be >= 2"),
+        (["--task", "chain", "--model", "real:nope"], "no real model 'nope'"),
+        (["--task", "nosuchtask"], "unknown task"),
+        (["--prompts", "8"], "give --task SPEC or --config"),
+        (["--task", "chain", "--config", "RECIPE_NO_REWARDS"], "reward_funcs is empty"),
+        (
+            ["--config", "RECIPE_BROKEN", "--prompts", "2", "--k", "2", "--progress", "false"],
+            "a reward function failed",
+        ),
+    ],
+)
+def test_bad_inputs_are_one_line_and_write_nothing(tmp_path, capsys, monkeypatch, extra, says):
+    (tmp_path / "brokenmod.py").write_text(BROKEN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    recipes = {
+        "RECIPE_NO_REWARDS": "model_name_or_path: warm:chain\ntask: chain\nreward_funcs: []\n",
+        "RECIPE_BROKEN": "model_name_or_path: warm:chain\ntask: chain\n"
+        "reward_funcs: ['brokenmod:broken']\nmax_completion_length: 8\n",
+    }
+    args = []
+    for a in extra:
+        if a in recipes:
+            path = tmp_path / f"{a}.yaml"
+            path.write_text(recipes[a])
+            a = str(path)
+        args.append(a)
+    out = tmp_path / "out"
+    assert main(["diagnose", *args, "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and says in err[0], err
+    assert not out.exists()
+
+
+def test_the_tensor_sums_use_the_trainers_split():
+    """A token reward and a scalar one together, weighted: the outcome is the weighted sum of
+    outcome parts, the local part the weighted w_s S_t (the trainer's TokenBatch)."""
+
+    def scalar(prompts, completions, completion_ids, **kw):
+        return [1.0] * len(completions)
+
+    ro = rollouts([2, 2], k=2)
+    spec = [(1.0, 0.5, None, True), (0.0, -0.5, None, False)]
+    scored = score_rollouts(ro, [token_reward(spec), scalar], w_g=2.0, w_s=1.0, weights=[1.0, 0.5])
+    assert torch.allclose(
+        scored.outcome_B, torch.tensor([2.0 + 1.0, 0.0 + 1.0], dtype=torch.float64)
+    )
+    assert torch.allclose(
+        scored.local_BT, torch.tensor([[0.5, 0.5], [-0.5, -0.5]], dtype=torch.float64)
+    )

@@ -255,6 +255,39 @@ def predictors(setting: Setting, diagnosis: dict) -> dict:
     }
 
 
+#: Settings whose comparison kept its runs' records, and the folder: the first training step's
+#: figures there check what diagnose measured before any training.
+RECORDED = {
+    "chain-prm-clean": "prm-chain-clean",
+    "react": "react-5seed",
+    "react-ws0": "react-5seed-ws0",
+}
+
+
+def recorded_first_step(setting_id: str) -> dict | None:
+    """GRPO's groups without signal and BoT's local share at the first training step of the
+    setting's stored runs (the test seeds), where its records are kept."""
+    folder = RECORDS / RECORDED.get(setting_id, f"regime-{setting_id.removeprefix('react-pages-')}")
+    runs = sorted((folder / "runs").glob("*/metrics.jsonl")) if folder.is_dir() else []
+    zero, share = [], []
+    for path in runs:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("kind") != "train" or r.get("step") != 1:
+                continue
+            if r["method"] == "grpo":
+                zero.append(r["bot/frac_zero_signal_groups"])
+            if r["method"] == "bot" and "bot/local_share" in r:
+                share.append(r["bot/local_share"])
+    if not zero and not share:
+        return None
+    return {
+        "grpo_no_signal": sum(zero) / len(zero) if zero else None,
+        "local_share": sum(share) / len(share) if share else None,
+        "runs": len(zero) + len(share),
+    }
+
+
 def derive_rule(rows: list[dict]) -> dict:
     """The rule's thresholds from the measured settings (each clause lists its basis)."""
     exact = [r for r in rows if r["predictors"]["verdict_accuracy"] == 1.0 and r["w_s"] > 0]
@@ -285,8 +318,9 @@ def derive_rule(rows: list[dict]) -> dict:
         ]
     fa = [r for r in rows if r["id"] == "chain-false_alarm0.3"]
     miss = [r for r in rows if r["id"] == "chain-miss0.3"]
-    if fa and miss:
-        rule["max_false_alarm"] = 0.1
+    alarms = [r["predictors"]["false_alarm"] for r in kept if r["predictors"]["false_alarm"]]
+    if fa and miss and alarms:
+        rule["max_false_alarm"] = round(max(alarms), 2)  # kept the lead up to here
         rule["accuracy_basis"] = [
             *rule.get("accuracy_basis", []),
             f"{fa[0]['id']} {fa[0]['speedup']['ratio']:.2f}x",
@@ -304,6 +338,7 @@ def build(args) -> dict:
         diagnosis = measure(setting, args.records, args.prompts)
         rows.append(
             {
+                "recorded_first_step": recorded_first_step(setting.id),
                 "id": setting.id,
                 "label": setting.label,
                 "page": setting.page,
@@ -351,6 +386,25 @@ def render_map(data: dict) -> str:
     lines.append("\\* censored: some runs never reached the level (see the page).")
     lines.append("")
     lines.append("Rule thresholds read from the table: " + json.dumps(data["rule"]))
+    lines += [
+        "",
+        "Diagnose at step 0 against the first training step of the kept runs:",
+        "",
+        "| setting | GRPO groups without signal: diagnose / recorded | local share: "
+        "diagnose / recorded | runs |",
+        "|---|---|---|---|",
+    ]
+    for r in data["settings"]:
+        rec = r.get("recorded_first_step")
+        if not rec:
+            continue
+        p = r["predictors"]
+        z = "n/a" if rec["grpo_no_signal"] is None else f"{rec['grpo_no_signal']:.3f}"
+        sh = "n/a" if rec["local_share"] is None else f"{rec['local_share']:.3f}"
+        lines.append(
+            f"| {r['label']} | {_iv(p['grpo_no_signal'], '.3f')} / {z} | "
+            f"{_iv(p['local_share'], '.3f')} / {sh} | {rec['runs']} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -371,48 +425,84 @@ def plot_map(data: dict, path: Path) -> None:
     rows = data["settings"]
     for col, (key, label) in enumerate(panels):
         for row_i, (metric, ylabel, ref) in enumerate(
-            (("speedup", "BoT vs GRPO, steps to half-way (x)", 1.0),
-             ("auc_diff", "AUC difference BoT - GRPO", 0.0))
-        ):  # fmt: skip
+            (
+                ("speedup", "BoT vs GRPO, steps to half-way (x)", 1.0),
+                ("auc_diff", "AUC difference BoT - GRPO", 0.0),
+            )
+        ):
             ax = axes[row_i, col]
             for r in rows:
+                exact = r["predictors"]["verdict_accuracy"] == 1.0 and not r["id"].startswith(
+                    "chain-prm"
+                )
+                if (key == "verdict_accuracy") == exact or r["w_s"] != 0.5:
+                    continue  # the verdict panel: noisy and learned verdicts; the rest: exact
                 x = r["predictors"][key]
                 x = x["value"] if isinstance(x, dict) else x
                 if x is None:
                     continue
                 m = r[metric]
                 y = m.get("ratio", m.get("mean"))
-                exact = r["predictors"]["verdict_accuracy"] == 1.0
-                color = ("C3" if r["task"] in ("react", "python") or "sections" in r["task"]
-                         else "C0") if exact else "C1"  # fmt: skip
-                ax.errorbar(x, y, yerr=[[y - m["low"]], [m["high"] - y]], fmt="o",
-                            color=color, capsize=3, alpha=0.85)  # fmt: skip
+                color = (
+                    ("C3" if r["task"] in ("react", "python") or "sections" in r["task"] else "C0")
+                    if exact
+                    else "C1"
+                )
+                ax.errorbar(
+                    x,
+                    y,
+                    yerr=[[y - m["low"]], [m["high"] - y]],
+                    fmt="o",
+                    color=color,
+                    capsize=3,
+                    alpha=0.85,
+                )
                 ax.annotate(r["id"], (x, y), fontsize=6, xytext=(3, 2), textcoords="offset points")
             ax.axhline(ref, color="grey", ls=":")
             ax.set_xlabel(label)
             if col == 0:
                 ax.set_ylabel(ylabel)
     fig.suptitle(
-        "Where BoT pays: every stored comparison (blue: exact step verdicts, red: code tasks' "
-        "line verdicts, orange: noisy or learned verdicts), 95% intervals over 5 seeds"
+        "Where BoT pays: every stored comparison at w_s 0.5 (blue: exact step verdicts, red: "
+        "code tasks' line verdicts; last column: noisy and learned verdicts on chain, accuracy "
+        "at step 0), 95% intervals over 5 seeds"
     )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
-def main() -> None:
+BEGIN, END = "<!-- map: written by benchmarks/where_bot_pays.py -->", "<!-- end of map -->"
+
+
+def write_between_markers(path: Path, table: str) -> None:
+    """Put ``table`` between the page's markers, keeping the prose around it (the whole page
+    when it has none yet)."""
+    text = path.read_text() if path.is_file() else ""
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        text = f"{head}{BEGIN}\n{table}{END}{tail}"
+    else:
+        text = f"{BEGIN}\n{table}{END}\n"
+    path.write_text(text)
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--records", type=Path, default=RECORDS / "where-bot-pays")
     parser.add_argument("--prompts", type=int, default=64, help="prompts per diagnosis")
     parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--package-map", type=Path, default=PACKAGE_MAP, help="the copy diagnose reads"
+    )
     parser.add_argument("--report-only", action="store_true")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     data = build(args)
     (args.out / "where-bot-pays.json").write_text(json.dumps(data, indent=2))
-    PACKAGE_MAP.write_text(json.dumps(data, indent=2))
-    (args.out / "where-bot-pays.md").write_text(render_map(data))
+    args.package_map.write_text(json.dumps(data, indent=2))
+    write_between_markers(args.out / "where-bot-pays.md", render_map(data))
     plot_map(data, args.out / "where-bot-pays.png")
     print(render_map(data))
 

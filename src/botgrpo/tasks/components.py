@@ -367,7 +367,8 @@ def make_react_task_reward(task, tokenizer: Any, config=None) -> Callable[..., l
             score = score_check(ex, t.text, block, check)
             base = score_react_completion(t, cfg, check=check, block=block)
             bonus = task.solved_weight * score.outcome
-            info = {**base.info, "solved": score.solved, **score.metrics}
+            raw = [v.verdict for v in score.steps]  # the line verdicts, before the decay
+            info = {**base.info, "solved": score.solved, "raw_verdicts": raw, **score.metrics}
             out.append(TokenReward(outcome=base.outcome + bonus, local=base.local, info=info))
             scores.append(score)
         times = {"extract": t1 - t0, "check": t2 - t1, "score": time.perf_counter() - t2}

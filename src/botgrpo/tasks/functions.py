@@ -416,7 +416,8 @@ def make_python_task_reward(task, tokenizer: Any, config=None) -> Callable[..., 
         for t, (block, analysis, tests) in zip(tokens, parts, strict=True):
             score = score_python_check(t.text, block, analysis, tests)
             base = score_python_completion(t, cfg, tests=tests, block=block, analysis=analysis)
-            info = {**base.info, "solved": score.solved, **score.metrics}
+            raw = [v.verdict for v in score.steps]  # the line verdicts, before the decay
+            info = {**base.info, "solved": score.solved, "raw_verdicts": raw, **score.metrics}
             out.append(TokenReward(outcome=base.outcome, local=base.local, info=info))
             scores.append(score)
         distinct = len({b.code for b, _, _ in parts if b is not None})

@@ -1,0 +1,75 @@
+"""benchmarks/where_bot_pays.py on a small set of stored records: the map joins each stored
+comparison with its step-0 figures, derives the rule from them, and writes the page's table
+between its markers, the JSON and the plot; settings not diagnosed yet are left out."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script():
+    spec = importlib.util.spec_from_file_location(
+        "where_bot_pays", ROOT / "benchmarks" / "where_bot_pays.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while it loads
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_map_from_a_few_stored_records(tmp_path):
+    script = load_script()
+    records = tmp_path / "records"
+    records.mkdir()
+    kept = (
+        "chain-4-16",
+        "chain-4-7",
+        "chain-flip0.2",
+        "chain-false_alarm0.3",
+        "chain-miss0.3",
+        "react",
+    )
+    for sid in kept:
+        shutil.copy(ROOT / "benchmarks" / "records" / "where-bot-pays" / f"{sid}.json", records)
+    out = tmp_path / "docs"
+    out.mkdir()
+    page = out / "where-bot-pays.md"
+    page.write_text(f"# prose before\n\n{script.BEGIN}\nold table\n{script.END}\n\nprose after\n")
+    package_map = tmp_path / "map.json"
+    script.main(
+        [
+            "--records",
+            str(records),
+            "--out",
+            str(out),
+            "--package-map",
+            str(package_map),
+            "--report-only",
+        ]
+    )
+    data = json.loads(package_map.read_text())
+    assert {s["id"] for s in data["settings"]} == set(kept)
+    assert json.loads((out / "where-bot-pays.json").read_text()) == data
+    rule = data["rule"]
+    assert rule["pays_from_no_signal"] == 0.73 and "chain-4-16 1.69x" in rule["pays_basis"]
+    assert rule["ties_below_no_signal"] == 0.5  # chain 4-7, the most silent tie on this set
+    assert rule["min_accuracy"] == 0.79  # 20% flipped still kept the lead over the run
+    react = next(s for s in data["settings"] if s["id"] == "react")
+    assert react["recorded_first_step"]["runs"] == 10  # its kept runs' first steps
+    text = page.read_text()
+    assert text.startswith("# prose before") and text.rstrip().endswith("prose after")
+    assert "old table" not in text and "chain, 4-7 steps" in text
+    assert (out / "where-bot-pays.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_shipped_map_is_the_docs_map():
+    """The copy `botgrpo diagnose` reads is the one docs/results shows."""
+    shipped = ROOT / "src" / "botgrpo" / "harness" / "where_bot_pays.json"
+    docs = ROOT / "docs" / "results" / "where-bot-pays.json"
+    assert json.loads(shipped.read_text()) == json.loads(docs.read_text())

@@ -312,14 +312,16 @@ def test_policy_loss_metrics_stay_finite_in_fp16():
 # ---- help texts -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", ["train", "compare", "demo", "warm-start", "summarize"])
+@pytest.mark.parametrize(
+    "command", ["train", "compare", "demo", "warm-start", "summarize", "diagnose", "real-model"]
+)
 def test_every_help_renders(command, capsys):
     with pytest.raises(SystemExit) as exit_:
         main([command, "--help"])
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert "usage:" in out
-    if command in ("train", "compare", "demo", "warm-start"):
+    if command in ("train", "compare", "demo", "warm-start", "diagnose"):
         for name in BUILTIN_TASKS:
             assert name in out, f"{command} --help does not list the task {name}"
     if command in ("compare", "demo"):

@@ -306,7 +306,7 @@ def diagnose_main(argv: Sequence[str]) -> int:
             description="Before a long run: sample K rollouts of N prompts from your model, "
             "score them with your reward functions (a task's, or a `botgrpo train` recipe's), "
             "and measure what GRPO and BoT would get at step 0 (groups without signal, the "
-            "local signal's share, the verdicts against the outcome), with 95%% intervals; "
+            "local signal's share, the verdicts against the outcome), with 95% intervals; "
             "then where those figures sit among the settings measured in docs/results, and "
             "what to try. Writes OUT_DIR/NAME/diagnosis.json, .md and .png.",
         )

@@ -29,8 +29,9 @@ class DiagnoseConfig:
     """What to diagnose: a task or a ``botgrpo train`` recipe, the model, how many rollouts."""
 
     task: str = ""
-    """Task spec (chain, react:sections=3, jsonl:PATH, package.module:factory, ...), scored by
-    its own reward; or leave it empty and give config."""
+    """Task spec: a built-in name (chain, columns, react, python; options as
+    react:sections=3), jsonl:PATH, reasoning_gym:DATASET or package.module:factory
+    (docs/tasks.md), scored by its own reward; or leave it empty and give config."""
     config: str = ""
     """A `botgrpo train` YAML recipe: its model, data (task or dataset_name), reward_funcs,
     w_g, w_s, num_generations, temperature, max_completion_length and chat settings."""

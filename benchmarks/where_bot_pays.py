@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -312,7 +313,8 @@ def derive_rule(rows: list[dict]) -> dict:
         rule["ties_below_no_signal"] = round(max(no_signal(r) for r in ties), 2)
         rule["ties_basis"] = [f"{r['id']} {r['speedup']['ratio']:.2f}x" for r in ties]
     if kept:
-        rule["min_accuracy"] = round(min(r["predictors"]["verdict_accuracy"] for r in kept), 2)
+        lowest = min(r["predictors"]["verdict_accuracy"] for r in kept)
+        rule["min_accuracy"] = math.floor(lowest * 100) / 100
         rule["accuracy_basis"] = [
             f"{r['id']} AUC {r['auc_diff']['mean']:+.3f}" for r in kept + lost
         ]
@@ -320,13 +322,68 @@ def derive_rule(rows: list[dict]) -> dict:
     miss = [r for r in rows if r["id"] == "chain-miss0.3"]
     alarms = [r["predictors"]["false_alarm"] for r in kept if r["predictors"]["false_alarm"]]
     if fa and miss and alarms:
-        rule["max_false_alarm"] = round(max(alarms), 2)  # kept the lead up to here
+        rule["max_false_alarm"] = math.ceil(max(alarms) * 100) / 100  # kept the lead up to here
+        weights = [r for r in rows if r["id"].startswith("chain-flip0.2-ws")]
+        rule["noisy_w_s"] = 0.5
+        top = max((r["predictors"]["verdict_accuracy"] for r in weights), default=0.0)
+        rule["noisy_w_s_up_to"] = math.ceil(top * 100) / 100  # the accuracy it was measured at
+        rule["noisy_w_s_basis"] = [f"{r['id']} AUC {r['auc_diff']['mean']:+.3f}" for r in weights]
         rule["accuracy_basis"] = [
             *rule.get("accuracy_basis", []),
             f"{fa[0]['id']} {fa[0]['speedup']['ratio']:.2f}x",
             f"{miss[0]['id']} {miss[0]['speedup']['ratio']:.2f}x",
         ]
     return rule
+
+
+#: What each piece of advice expects the comparison to have measured.
+EXPECTED = {
+    "bot": ("ahead",),
+    "grpo or dapo (bot ties)": ("level",),
+    "fix the verifier first": ("behind", "level"),
+    "bot (a smaller gain likely)": ("ahead", "level"),
+    "bot at w_s 0.5": ("level", "behind"),  # the setting as it is (another w_s) will not lead
+}
+
+
+def measured_outcome(row: dict) -> str:
+    """ahead: BoT's speedup or AUC difference has its interval above no difference; behind:
+    one below it; level otherwise."""
+    sp, auc = row["speedup"], row["auc_diff"]
+    if sp["low"] > 1.0 or auc["low"] > 0.0:
+        return "ahead"
+    if sp["high"] < 1.0 or auc["high"] < 0.0:
+        return "behind"
+    return "level"
+
+
+def advice_check(data: dict, records: Path) -> list[dict]:
+    """diagnose's advice on each setting's own step-0 figures against what its comparison
+    measured."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "src"))
+    from botgrpo.harness.advice import advise
+
+    out = []
+    for row in data["settings"]:
+        diagnosis = json.loads((records / f"{row['id']}.json").read_text())
+        diagnosis["verdicts"] = {
+            **diagnosis["verdicts"],
+            "verdict_accuracy": row["predictors"]["verdict_accuracy"],
+            "false_alarm": row["predictors"]["false_alarm"],
+        }
+        advice = advise(diagnosis, data)["try"]
+        outcome = measured_outcome(row)
+        out.append(
+            {
+                "id": row["id"],
+                "advice": advice,
+                "measured": outcome,
+                "agrees": outcome in EXPECTED.get(advice, ()),
+            }
+        )
+    return out
 
 
 def build(args) -> dict:
@@ -348,7 +405,9 @@ def build(args) -> dict:
                 "predictors": predictors(setting, diagnosis),
             }
         )
-    return {"settings": rows, "rule": derive_rule(rows)}
+    data = {"settings": rows, "rule": derive_rule(rows)}
+    data["advice_check"] = advice_check(data, args.records)
+    return data
 
 
 def _iv(entry, fmt=".2f", suffix="") -> str:
@@ -405,6 +464,23 @@ def render_map(data: dict) -> str:
             f"| {r['label']} | {_iv(p['grpo_no_signal'], '.3f')} / {z} | "
             f"{_iv(p['local_share'], '.3f')} / {sh} | {rec['runs']} |"
         )
+    checks = data.get("advice_check", [])
+    if checks:
+        agree = sum(c["agrees"] for c in checks)
+        lines += [
+            "",
+            f"diagnose's advice on each setting's own step-0 figures against what its "
+            f"comparison measured (ahead / level / behind: an interval of the speedup or "
+            f"the AUC difference above, around or below no difference): {agree} of "
+            f"{len(checks)} agree.",
+            "",
+            "| setting | advice | measured | agrees |",
+            "|---|---|---|---|",
+        ]
+        for c in checks:
+            lines.append(
+                f"| {c['id']} | {c['advice']} | {c['measured']} | {'yes' if c['agrees'] else '**no**'} |"
+            )
     return "\n".join(lines) + "\n"
 
 

@@ -37,16 +37,31 @@ def _value(figures: dict, name: str) -> float | None:
     return entry
 
 
-def nearest(figures: dict, settings: list[dict], n: int = 3) -> list[dict]:
+def nearest(
+    figures: dict,
+    settings: list[dict],
+    n: int = 3,
+    *,
+    accuracy: float | None = None,
+    w_s: float | None = None,
+) -> list[dict]:
     """The ``n`` measured settings closest to ``figures`` (:data:`DISTANCE_SCALES`), each with
-    its distance."""
+    its distance. Without a measured verdict accuracy only settings with exact verdicts are
+    candidates (noise is a property of the verifier the figures cannot see); with one, it
+    counts in the distance (0.1 apart = 1). Settings at the diagnosis's w_s first, where any."""
+    pool = [s for s in settings if w_s is None or s.get("w_s") == w_s] or list(settings)
+    if accuracy is None:
+        pool = [s for s in pool if s["predictors"].get("verdict_accuracy") == 1.0] or pool
     scored = []
-    for s in settings:
+    for s in pool:
         parts = []
         for name, scale in DISTANCE_SCALES.items():
             mine, theirs = _value(figures, name), _value(s["predictors"], name)
             if mine is not None and theirs is not None:
                 parts.append(((mine - theirs) / scale) ** 2)
+        theirs = s["predictors"].get("verdict_accuracy")
+        if accuracy is not None and theirs is not None:
+            parts.append(((accuracy - theirs) / 0.1) ** 2)
         if parts:
             scored.append({**s, "distance": math.sqrt(sum(parts) / len(parts))})
     return sorted(scored, key=lambda s: s["distance"])[:n]
@@ -59,7 +74,12 @@ def advise(result: dict, data: dict | None = None) -> dict:
     figures = dict(result["figures"])
     verdicts = result.get("verdicts", {})
     rule = data.get("rule", {})
-    close = nearest(figures, data.get("settings", []))
+    close = nearest(
+        figures,
+        data.get("settings", []),
+        accuracy=verdicts.get("verdict_accuracy"),
+        w_s=result.get("w_s"),
+    )
     why: list[str] = []
     no_signal = _value(figures, "grpo_no_signal") or 0.0
     bot_none = _value(figures, "bot_no_signal") or 0.0
@@ -89,6 +109,19 @@ def advise(result: dict, data: dict | None = None) -> dict:
             f"the verdicts are right {right} of the time with {false_alarm or 0:.0%} "
             f"false alarms; BoT kept its lead down to {rule.get('min_accuracy', 0.8):.0%} "
             "right and lost it to false alarms (" + ", ".join(rule.get("accuracy_basis", [])) + ")"
+        )
+    elif (
+        accuracy is not None
+        and accuracy <= rule.get("noisy_w_s_up_to", 0.0)
+        and "noisy_w_s" in rule
+        and result.get("w_s") not in (None, rule["noisy_w_s"])
+    ):
+        choice = f"bot at w_s {rule['noisy_w_s']:g}"
+        why.append(
+            f"with verdicts right {accuracy:.0%} of the time, only w_s {rule['noisy_w_s']:g} kept "
+            "BoT's lead over the run; other weights did not ("
+            + ", ".join(rule.get("noisy_w_s_basis", []))
+            + ")"
         )
     elif (
         no_signal >= rule.get("pays_from_no_signal", 0.4)

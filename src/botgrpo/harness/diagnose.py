@@ -37,7 +37,8 @@ class DiagnoseConfig:
     w_g, w_s, num_generations, temperature, max_completion_length and chat settings."""
     model: str = ""
     """The model to sample from (a folder, a hub id, tiny:DIR, warm:NAME, real:NAME); empty =
-    the recipe's, else the task's shipped warm start (warm:TASK)."""
+    the recipe's, else the warm start a comparison on the task would start from (shipped, or
+    cached under out_dir/.cache)."""
     prompts: int = 64
     """Prompts to sample (each a group of k rollouts)."""
     k: int | None = None
@@ -123,7 +124,7 @@ def plan(cfg: DiagnoseConfig) -> Plan:
 
     recipe = _recipe(cfg.config) if cfg.config else None
     task_spec = cfg.task or (recipe["task"] if recipe else "")
-    model = cfg.model or (recipe["model"] if recipe else _default_model(task_spec))
+    model = cfg.model or (recipe["model"] if recipe else _default_model(task_spec, cfg.out_dir))
     model_path = resolve_model_path(model)
     tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
     k = cfg.k or (recipe["k"] if recipe else 8)
@@ -184,15 +185,32 @@ def plan(cfg: DiagnoseConfig) -> Plan:
     )
 
 
-def _default_model(task_spec: str) -> str:
-    from botgrpo.shipped import PACKAGED_DIR
+def _default_model(task_spec: str, out_dir: str) -> str:
+    """The warm start a comparison on ``task_spec`` would start from: shipped with the package,
+    or cached under ``out_dir/.cache`` by an earlier `botgrpo compare` or `warm-start`;
+    ValueError naming how to make one otherwise."""
+    from botgrpo.harness.compare import planned_checkpoint, warm_start_config
+    from botgrpo.harness.config import CompareConfig, resolve_task_defaults
+    from botgrpo.harness.evaluate import held_out_prompts
+    from botgrpo.harness.warmstart import is_complete, packaged_warm_start
+    from botgrpo.tasks import load_task
 
-    name = task_spec.partition(":")[0]
-    if (PACKAGED_DIR / name / "warm_start.json").is_file():
-        return f"warm:{name}"
+    task = load_task(task_spec)
+    cfg = CompareConfig(task=task_spec, out_dir=out_dir)
+    for key, value in getattr(task, "compare_defaults", {}).items():
+        setattr(cfg, key, value)
+    resolve_task_defaults(cfg, task)
+    held = held_out_prompts(task, cfg.eval_problems)
+    shipped = packaged_warm_start(warm_start_config(cfg, task).cache_key(task, held))
+    if shipped is not None:
+        return str(shipped)
+    cached = planned_checkpoint(cfg, task)
+    if is_complete(cached):
+        return str(cached)
     raise ValueError(
-        f"no warm start ships for task {task_spec!r}: give --model (e.g. the folder "
-        "`botgrpo warm-start` printed, or real:smollm2-135m-instruct)"
+        f"no warm start of task {task_spec!r} ships or is cached in {out_dir}/.cache: give "
+        f"--model (a folder, real:NAME), or make one with `botgrpo warm-start --task "
+        f"{task_spec} --out-dir {out_dir}`"
     )
 
 

@@ -117,6 +117,31 @@ def test_a_killed_warm_starts_private_folder_is_cleared_by_the_next_build(tmp_pa
     assert leftovers == []
 
 
+def test_an_interrupted_fixed_steps_warm_start_resumes_to_the_same_checkpoint(tmp_path):
+    """Interrupted after its first resume point, the next build goes on from there and ends
+    with the weights of an uninterrupted run (the same batches)."""
+    from safetensors.torch import load_file
+
+    cache = tmp_path / "cache"
+    proc = _warm(cache, steps=260)
+    deadline = time.time() + 240
+    while time.time() < deadline and not any(cache.glob(".warm-*.resume/state.pt")):
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert any(cache.glob(".warm-*.resume/state.pt")), "no resume point was written"
+    again = _warm(cache, steps=260)
+    out, err = again.communicate(timeout=300)
+    assert again.returncode == 0 and "resuming from step 100" in err, err
+    resumed = Path(out.split(" ", 1)[1].strip())
+    assert not any(cache.glob(".warm-*.resume"))  # removed once published
+    straight = _warm(tmp_path / "other", steps=260)
+    out, _ = straight.communicate(timeout=300)
+    reference = Path(out.split(" ", 1)[1].strip())
+    a, b = load_file(resumed / "model.safetensors"), load_file(reference / "model.safetensors")
+    assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
+
+
 HOLD = textwrap.dedent(
     """
     import sys, time

@@ -258,15 +258,25 @@ class WarmStartRun:
     """Each check of the held-out check batch (stop="converged"): step, loss, token accuracy."""
 
 
+#: Optimizer steps between the resume points of a fixed-steps warm start.
+RESUME_EVERY = 100
+
+
 def train_warm_start(
     task: Task,
     config: WarmStartConfig,
     out_dir: Path,
     progress: bool,
     exclude: frozenset[str] = frozenset(),
+    resume_dir: Path | None = None,
 ) -> WarmStartRun:
     """Build the tiny model in ``out_dir`` and fine-tune it on demonstrations in place (see
-    ``WarmStartConfig.stop`` for when it stops)."""
+    ``WarmStartConfig.stop`` for when it stops).
+
+    ``resume_dir`` (stop="steps"): every :data:`RESUME_EVERY` steps the model, the optimizer,
+    the data stream's position and the recent losses are saved there, and a build that finds
+    them goes on from that step instead of starting over (the same batches, so the same
+    checkpoint as an uninterrupted run); the caller removes the folder once published."""
     build_tiny_model(out_dir, spec=config.model)
     tokenizer = AutoTokenizer.from_pretrained(out_dir)
     model = AutoModelForCausalLM.from_pretrained(out_dir)
@@ -277,14 +287,24 @@ def train_warm_start(
     if config.stop == "converged":
         check_rng = random.Random(f"warm-start-check-{config.seed}")
         rule = ConvergenceRule(config, _batch(task, tokenizer, check_rng, CHECK_BATCH, exclude))
+        resume_dir = None  # the rule's checks are not saved: a converged run starts over
+    recent: list[float] = []
+    first = _resume(resume_dir, model, opt, rng, recent) if resume_dir is not None else 0
     model.train()
     batches = _batches(task, tokenizer, rng, config, exclude)
-    bar = tqdm(range(config.steps), desc="warm start (training)", disable=not progress)
-    recent: list[float] = []
+    bar = tqdm(
+        range(first, config.steps),
+        desc="warm start (training)",
+        disable=not progress,
+        initial=first,
+        total=config.steps,
+    )
     ticker = QuietProgress("warm start", config.steps, enabled=not progress)
-    steps = 0
+    steps = first
     for step in bar:
         ticker.update(step)
+        if resume_dir is not None and step > first and step % RESUME_EVERY == 0:
+            _save_resume(resume_dir, step, model, opt, rng, recent)
         for group in opt.param_groups:
             if rule is None:
                 group["lr"] = _lr_at(step, config.schedule_steps or config.steps, config.lr)
@@ -304,6 +324,46 @@ def train_warm_start(
     model.save_pretrained(out_dir)
     final = sum(recent) / len(recent) if recent else float("nan")
     return WarmStartRun(final, steps, tuple(rule.checks) if rule is not None else ())
+
+
+def _save_resume(folder: Path, step: int, model, opt, rng: random.Random, recent) -> None:
+    """The state at the start of ``step`` (written beside itself, then renamed into place)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {
+        "step": step,
+        "model": model.state_dict(),
+        "optimizer": opt.state_dict(),
+        "rng": rng.getstate(),
+        "torch_rng": torch.get_rng_state(),
+        "recent": list(recent),
+    }
+    tmp = folder / "state.pt.tmp"
+    torch.save(state, tmp)
+    tmp.replace(folder / "state.pt")
+
+
+def _resume(folder: Path, model, opt, rng: random.Random, recent: list[float]) -> int:
+    """The step saved in ``folder`` (0 when nothing is), with the model, optimizer, data stream
+    and recent losses restored to it."""
+    path = folder / "state.pt"
+    if not path.is_file():
+        return 0
+    try:
+        state = torch.load(path, weights_only=False)
+        model.load_state_dict(state["model"])
+        opt.load_state_dict(state["optimizer"])
+    except (OSError, RuntimeError, KeyError, ValueError, EOFError):
+        print(
+            f"warm start: the resume point in {folder} is unreadable: starting over",
+            file=sys.stderr,
+            flush=True,
+        )
+        return 0
+    rng.setstate(state["rng"])
+    torch.set_rng_state(state["torch_rng"])
+    recent[:] = state["recent"]
+    print(f"warm start: resuming from step {state['step']} ({folder})", file=sys.stderr, flush=True)
+    return int(state["step"])
 
 
 def _length(config: WarmStartConfig) -> str:
@@ -354,9 +414,10 @@ def why_training(task: Task, config: WarmStartConfig, use_packaged: bool) -> str
         diff = [f"{k} {theirs[k]!r} -> {ours[k]!r}" for k in ours if theirs.get(k) != ours[k]]
         if meta.get("task") != repr(task):
             diff.insert(0, f"task {task!r} (shipped: {meta.get('task')})")
-        if best is None or len(diff) < len(best[1]):
-            best = (name, diff)
-    name, diff = best  # type: ignore[misc]
+        rank = (name != getattr(task, "name", None), len(diff))  # the same task's first
+        if best is None or rank < best[2]:
+            best = (name, diff, rank)
+    name, diff, _ = best  # type: ignore[misc]
     if not diff:
         return (
             f"the held-out problems differ from those the shipped warm start {name!r} excluded "
@@ -384,6 +445,9 @@ def warm_start(
     A task with noisy verdicts gets its clean task's warm start. ``rebuild``: train anew and
     replace the cached one (``botgrpo warm-start --retrain``).
 
+    A fixed-steps warm start that was interrupted goes on from its last resume point
+    (``.warm-KEY.resume``, every 100 steps) rather than starting over.
+
     Commands that need the same new warm start share it: the first builds it in a private
     temporary folder under a lock beside the entry (``warm-KEY.lock``) and renames it into place
     when complete; the others wait for the lock and reuse it. An entry lacking any of
@@ -409,6 +473,8 @@ def warm_start(
         if not rebuild and is_complete(final):
             return final  # finished by the command this one waited for
         clear_dead_builds(final.parent)
+        if rebuild:  # anew: not from an interrupted run's resume point
+            shutil.rmtree(final.with_name(f".{final.name}.resume"), ignore_errors=True)
         _build(task, config, key, final, exclude, progress, use_packaged and not rebuild)
     finally:
         lock.release()
@@ -468,7 +534,8 @@ def _build(
                 flush=True,
             )
             start = time.perf_counter()
-            run = train_warm_start(task, config, tmp, progress, exclude)
+            resume = final.with_name(f".{final.name}.resume")
+            run = train_warm_start(task, config, tmp, progress, exclude, resume_dir=resume)
             meta = {
                 "key": key,
                 "task": repr(task),
@@ -489,5 +556,6 @@ def _build(
             shutil.rmtree(old, ignore_errors=True)
         else:
             tmp.rename(final)
+        shutil.rmtree(final.with_name(f".{final.name}.resume"), ignore_errors=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

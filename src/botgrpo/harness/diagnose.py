@@ -113,6 +113,7 @@ class Plan:
     w_s: float
     render: Any
     label: str
+    cache: str = "dynamic"
 
 
 def plan(cfg: DiagnoseConfig) -> Plan:
@@ -145,6 +146,7 @@ def plan(cfg: DiagnoseConfig) -> Plan:
         funcs, weights = recipe["reward_funcs"](tokenizer), recipe["weights"]
         reference = None
         max_new = cfg.max_completion_length or recipe["max_new"]
+        cache = recipe["cache"]
     else:
         from botgrpo.tasks import load_task
         from botgrpo.tasks.learned import with_step_verifier
@@ -163,6 +165,7 @@ def plan(cfg: DiagnoseConfig) -> Plan:
         reference = [task_reward(clean, tokenizer)] if judged is not clean else None
         default_new = getattr(clean, "max_completion_tokens", 192)
         max_new = cfg.max_completion_length or default_new
+        cache = getattr(clean, "generation_cache", "dynamic")
     if chat:
         from botgrpo.tasks.data import chat_prompt
 
@@ -182,6 +185,7 @@ def plan(cfg: DiagnoseConfig) -> Plan:
         float(w_s),
         render,
         task_spec or cfg.config,
+        cache,
     )
 
 
@@ -250,6 +254,7 @@ def _recipe(path: str) -> dict:
         "weights": config.reward_weights,
         "system_prompt": args.system_prompt,
         "chat": args.conversational,
+        "cache": config.cache_implementation or "dynamic",
         "reward_funcs": funcs,
     }
 
@@ -289,6 +294,7 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
             render=p.render,
             seed=cfg.seed,
             progress=bar.update if bar is not None else None,
+            cache_implementation=p.cache,
         )
     finally:
         if bar is not None:

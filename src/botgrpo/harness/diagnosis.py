@@ -81,9 +81,14 @@ def sample_rollouts(
     batch_size: int = 64,
     seed: int = 0,
     progress: Callable[[int], None] | None = None,
+    cache_implementation: str = "dynamic",
 ) -> Rollouts:
     """``k`` completions of every prompt at ``temperature`` (``render``: the text the model
-    continues for a prompt, e.g. its chat template)."""
+    continues for a prompt, e.g. its chat template; ``cache_implementation``: transformers' KV
+    cache, "static" for long completions)."""
+    cache = (
+        {} if cache_implementation == "dynamic" else {"cache_implementation": cache_implementation}
+    )
     model.eval()
     tokenizer.padding_side = "left"
     eos = tokenizer.eos_token_id
@@ -107,6 +112,7 @@ def sample_rollouts(
                     num_return_sequences=k,
                     pad_token_id=pad,
                     eos_token_id=eos,
+                    **cache,
                 )
             for row in gen[:, enc.input_ids.shape[1] :].tolist():
                 ended = eos in row

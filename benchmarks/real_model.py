@@ -191,7 +191,7 @@ def compare_config(args, out: Path, merged: Path):
     from botgrpo.harness.config import CompareConfig
 
     return CompareConfig(
-        name="compare",
+        name=args.name,
         out_dir=str(out),
         task=TASK,
         init_model=str(merged),
@@ -237,7 +237,7 @@ def report(args, out: Path) -> dict:
         meta = json.loads((out / "warm-adapter" / "warm.json").read_text())
         result["warm"] = {k: v for k, v in meta.items() if k != "losses"}
         result["warm"]["final_loss"] = meta["losses"][-1]
-    root = out / "compare"
+    root = out / args.name
     if (root / "metrics.jsonl").is_file():
         records = load_records(root / "metrics.jsonl")
         result["curves"] = {
@@ -268,11 +268,12 @@ def main() -> None:
     parser.add_argument("--top-layers", type=int, default=8)
     parser.add_argument("--methods", nargs="+", default=["grpo", "bot"])
     parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--steps", type=int, default=60)
+    parser.add_argument("--steps", type=int, default=40)
     parser.add_argument("--eval-every", type=int, default=10)
     parser.add_argument("--prompts", type=int, default=4, help="prompts per step")
     parser.add_argument("--generations", type=int, default=4, help="rollouts per prompt")
-    parser.add_argument("--lr", type=float, default=1e-4)
+    parser.add_argument("--lr", type=float, default=5e-4)
+    parser.add_argument("--name", default="compare", help="the comparison's folder under --out")
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")

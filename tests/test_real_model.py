@@ -104,6 +104,18 @@ def test_crlf_and_unicode_steps_score_as_their_lf_ascii_forms(real_tokenizer):
         assert scores[label].format_bonus == scores["lf"].format_bonus > 0
 
 
+@pytest.mark.parametrize(
+    "recipe", ["smollm2_chain_cpu.yaml", "smollm2_chain_gpu.yaml", "smollm2_python_cpu.yaml"]
+)
+def test_the_real_model_recipes_pass_the_train_commands_checks(recipe, tmp_path):
+    from botgrpo.trl.script import check_train_inputs, parse_train_args
+
+    args, config, model_args = parse_train_args(
+        ["--config", str(RECIPES / recipe), "--output_dir", str(tmp_path / "out")]
+    )
+    check_train_inputs(args, model_args.model_name_or_path, config)  # rewards resolve, no error
+
+
 def test_the_recipe_prompts_go_through_the_chat_template(real_tokenizer):
     from botgrpo.tasks.data import chat_text
     from botgrpo.trl.script import load_datasets, parse_train_args

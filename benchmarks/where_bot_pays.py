@@ -25,7 +25,7 @@ import argparse
 import json
 import math
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,7 +48,6 @@ class Setting:
     step_verifier: str = ""
     w_s: float = 0.5
     exact_verdicts: bool = True
-    extra: dict = field(default_factory=dict)
 
 
 def _speedup(ratio, low, high, censoring=""):
@@ -193,14 +192,19 @@ def stored_settings() -> list[Setting]:
 
 
 def code_regime_settings() -> list[Setting]:
-    """The long code settings' comparisons (benchmarks/code_regime.py), where finished."""
+    """The long code settings' comparisons (benchmarks/code_regime.py), where finished and
+    where BoT's speedup to the half-way level was measured (both methods learned)."""
     out = []
-    for report in sorted(RECORDS.glob("code-regime-*-report.json")):
+    for report in sorted(RECORDS.glob("regime-*-report.json")):
         data = json.loads(report.read_text())
         for pair in data.get("pairs", []):
             if pair["arm"] != "bot" or pair["baseline"] != "grpo":
                 continue
-            sp = pair["speedup"]["half-way"]
+            sp = (pair.get("speedup") or {}).get("half-way")
+            low, high = pair["auc_diff"][1], pair["auc_diff"][2]
+            if sp is None or low is None:
+                print(f"where_bot_pays: {report.name} has no speedup with an interval: left out")
+                continue
             out.append(
                 Setting(
                     data["id"],
@@ -210,7 +214,7 @@ def code_regime_settings() -> list[Setting]:
                     data["model"],
                     {
                         "speedup": _speedup(sp["ratio"], sp["low"], sp["high"], sp["censoring"]),
-                        "auc_diff": _auc(*pair["auc_diff"]),
+                        "auc_diff": _auc(pair["auc_diff"][0], low, high),
                     },
                 )
             )
@@ -304,13 +308,12 @@ def derive_rule(rows: list[dict]) -> dict:
     rule: dict = {}
     if pays:
         low = min(pays, key=no_signal)
-        rule["pays_from_no_signal"] = round(no_signal(low), 2)
-        rule["pays_from_local_share"] = round(
-            min(r["predictors"]["local_share"]["value"] for r in pays), 3
-        )
+        rule["pays_from_no_signal"] = math.floor(no_signal(low) * 100) / 100
+        lowest = min(r["predictors"]["local_share"]["value"] for r in pays)
+        rule["pays_from_local_share"] = math.floor(lowest * 1000) / 1000
         rule["pays_basis"] = [f"{r['id']} {r['speedup']['ratio']:.2f}x" for r in pays]
     if ties:
-        rule["ties_below_no_signal"] = round(max(no_signal(r) for r in ties), 2)
+        rule["ties_below_no_signal"] = math.ceil(max(no_signal(r) for r in ties) * 100) / 100
         rule["ties_basis"] = [f"{r['id']} {r['speedup']['ratio']:.2f}x" for r in ties]
     if kept:
         lowest = min(r["predictors"]["verdict_accuracy"] for r in kept)

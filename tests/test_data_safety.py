@@ -117,6 +117,23 @@ def test_a_killed_warm_starts_private_folder_is_cleared_by_the_next_build(tmp_pa
     assert leftovers == []
 
 
+def test_a_killed_build_of_the_same_entry_is_cleared_when_it_is_built_again(tmp_path):
+    cache = tmp_path / "cache"
+    proc = _warm(cache, steps=90)
+    deadline = time.time() + 120
+    while time.time() < deadline and not any(cache.glob(".warm-*.tmp/model.safetensors")):
+        time.sleep(0.1)
+    proc.kill()
+    proc.communicate(timeout=60)
+    assert any(cache.glob(".warm-*.tmp")), "the killed build left nothing to clear"
+    again = _warm(cache, steps=90)
+    out, _ = again.communicate(timeout=300)
+    assert again.returncode == 0
+    entry = Path(out.split(" ", 1)[1].strip())
+    leftovers = [p.name for p in cache.iterdir() if p != entry and not p.name.endswith(".lock")]
+    assert leftovers == []
+
+
 def test_an_interrupted_fixed_steps_warm_start_resumes_to_the_same_checkpoint(tmp_path):
     """Interrupted after its first resume point, the next build goes on from there and ends
     with the weights of an uninterrupted run (the same batches)."""

@@ -55,6 +55,17 @@ def test_unknown_and_unconverted_names_are_one_line(tmp_path, monkeypatch, capsy
     assert not out.exists()
 
 
+def test_real_model_never_converts_into_a_folder_it_does_not_own(tmp_path, monkeypatch, capsys):
+    mine = tmp_path / "models" / "smollm2-135m-instruct"
+    mine.mkdir(parents=True)
+    (mine / "notes.txt").write_text("a user's file")
+    monkeypatch.setenv("BOTGRPO_REAL_MODELS", str(tmp_path / "models"))
+    assert main(["real-model", "--force"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "real model" in err[0]
+    assert (mine / "notes.txt").read_text() == "a user's file"
+
+
 def test_train_refuses_to_write_into_the_converted_model(real_dir, capsys):
     args = ["train", "--config", str(RECIPES / "smollm2_chain_cpu.yaml")]
     assert main([*args, "--output_dir", str(real_dir)]) == 2

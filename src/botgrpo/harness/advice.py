@@ -105,8 +105,9 @@ def advise(result: dict, data: dict | None = None) -> dict:
     ):
         choice = "fix the verifier first"
         right = "an unknown share" if accuracy is None else f"{accuracy:.0%}"
+        alarms = "an unknown share of" if false_alarm is None else f"{false_alarm:.0%}"
         why.append(
-            f"the verdicts are right {right} of the time with {false_alarm or 0:.0%} "
+            f"the verdicts are right {right} of the time with {alarms} "
             f"false alarms; BoT kept its lead down to {rule.get('min_accuracy', 0.8):.0%} "
             "right and lost it to false alarms (" + ", ".join(rule.get("accuracy_basis", [])) + ")"
         )
@@ -270,8 +271,8 @@ def plot_diagnosis(result: dict, path: Path, data: dict | None = None) -> None:
     ax.errorbar(
         x["value"],
         y["value"],
-        xerr=[[x["value"] - x["low"]], [x["high"] - x["value"]]],
-        yerr=[[y["value"] - y["low"]], [y["high"] - y["value"]]],
+        xerr=[[max(0.0, x["value"] - x["low"])], [max(0.0, x["high"] - x["value"])]],
+        yerr=[[max(0.0, y["value"] - y["low"])], [max(0.0, y["high"] - y["value"])]],
         fmt="*",
         color="k",
         markersize=14,

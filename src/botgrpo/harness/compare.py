@@ -252,8 +252,25 @@ def check_inputs(cfg: CompareConfig):
     n_train = cfg.steps * cfg.prompts_per_step
     sample_examples(task, min(n_train, 100_000), "train-0", exclude=held)
     if cfg.init_model:
-        _checked_init_model(cfg.init_model)
+        resolved = _checked_init_model(cfg.init_model)
+        if cfg.chat:
+            _check_chat_template(resolved)
+    elif cfg.chat:
+        raise ValueError(
+            "--chat / --system-prompt render prompts with a chat model's template, but the "
+            "tiny warm start learned raw prompts: give --init-model (a chat model)"
+        )
     return task
+
+
+def _check_chat_template(model_path: str) -> None:
+    from transformers import AutoTokenizer
+
+    if not getattr(AutoTokenizer.from_pretrained(model_path), "chat_template", None):
+        raise ValueError(
+            f"init_model {model_path!r} has no chat template: drop --chat / --system-prompt, "
+            "or pick a chat model"
+        )
 
 
 def check_task_metric(metric: str, task) -> None:

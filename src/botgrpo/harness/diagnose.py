@@ -91,7 +91,13 @@ class DiagnoseConfig:
             raise ValueError(
                 "verdict_noise and step_verifier change a task's verdicts: give --task"
             )
+        if self.max_completion_length is not None and self.max_completion_length < 1:
+            raise ValueError(
+                f"max_completion_length must be >= 1 token, got {self.max_completion_length}"
+            )
         if self.system_prompt is not None:
+            if not self.system_prompt.strip():
+                raise ValueError("system_prompt is empty; give its text or leave it out")
             self.chat = True
 
 
@@ -100,7 +106,6 @@ class Plan:
     """Everything :func:`diagnose` samples and scores with, resolved and checked."""
 
     model_path: str
-    examples: list  # the prompts' problems (a task) or dataset rows
     prompts: list
     columns: dict
     reward_funcs: list
@@ -142,7 +147,7 @@ def plan(cfg: DiagnoseConfig) -> Plan:
     chat = cfg.chat or system is not None or bool(recipe and recipe["chat"])
     render = _renderer(tokenizer, chat, system)
     if recipe is not None and not cfg.task:
-        examples, prompts, columns = _recipe_rows(recipe, cfg)
+        prompts, columns = _recipe_rows(recipe, cfg)
         funcs, weights = recipe["reward_funcs"](tokenizer), recipe["weights"]
         reference = None
         max_new = cfg.max_completion_length or recipe["max_new"]
@@ -172,7 +177,6 @@ def plan(cfg: DiagnoseConfig) -> Plan:
         prompts = [chat_prompt(p, system) for p in prompts]
     return Plan(
         model_path,
-        examples,
         prompts,
         columns,
         funcs,
@@ -219,10 +223,17 @@ def _default_model(task_spec: str, out_dir: str) -> str:
 
 
 def _renderer(tokenizer, chat: bool, system: str | None):
-    if not chat:
-        return lambda p: p if isinstance(p, str) else p[-1]["content"]
+    """The text the model continues for a prompt: the chat template's rendering of a
+    conversation (as TRL renders a conversational prompt), a plain prompt as it is."""
     from botgrpo.tasks.data import chat_text
 
+    if chat and not getattr(tokenizer, "chat_template", None):
+        raise ValueError(
+            "chat prompts need a model whose tokenizer has a chat template; this one has none "
+            "(drop --chat / system_prompt, or pick a chat model)"
+        )
+    if not chat:
+        return lambda p: p if isinstance(p, str) else chat_text(tokenizer, p)
     return lambda p: chat_text(tokenizer, p, system)
 
 
@@ -269,7 +280,7 @@ def _recipe_rows(recipe: dict, cfg: DiagnoseConfig):
     rows = list(train)
     prompts = [r["prompt"] for r in rows]
     columns = {c: [r[c] for r in rows] for c in train.column_names if c != "prompt"}
-    return rows, prompts, columns
+    return prompts, columns
 
 
 def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:

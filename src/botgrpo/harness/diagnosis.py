@@ -11,10 +11,12 @@ over prompts:
   GRPO's advantage is 0 for every token (no gradient); ``bot_no_signal``: the share whose token
   rewards are all equal, where BoT has none either;
 - ``local_share``: sum |w_s S_t| / (sum |outcome part| + sum |w_s S_t|) over the bag (the
-  trainer's ``bot/local_share``) and ``local_spread``: the standard deviation of w_s S_t inside
-  a group's bag, averaged over groups (0: the local signal cannot rank rollouts);
-- ``solved``: the share of rollouts that solve their problem (a task's verdict; else an
-  outcome at the batch's best), completion lengths and the share truncated at the length limit;
+  trainer's ``bot/local_share``) and ``local_spread``: the standard deviation of w_s S_t over
+  all tokens of a group's bag, averaged over groups (0: the local signal is the same on every
+  token, so it adds nothing to the outcome);
+- ``solved``: the share of rollouts that solve their problem (the task's verdict, which every
+  built-in and task reward reports; with reward functions that report none, an outcome at the
+  batch's best), completion lengths and the share truncated at the length limit;
 - how the step verdicts relate to the outcome: the share of steps judged wrong in solved
   rollouts (``wrong_in_solved``) and judged right in failed ones (``right_in_failed``); and,
   where a reference verifier exists (a task trained with noisy or learned verdicts is checked
@@ -211,7 +213,10 @@ def score_rollouts(
     tb = build_token_batch(batch, matrix, weights_F, names, width)
     if any(s is None for s in solved):  # no task verdict: an outcome at the batch's best solves
         best = float(tb.outcome_B.max()) if n else 0.0
-        solved = [bool(tb.outcome_B[i] >= best - 1e-9) and best > 0 for i in range(n)]
+        solved = [
+            s if s is not None else bool(tb.outcome_B[i] >= best - 1e-9) and best > 0
+            for i, s in enumerate(solved)
+        ]
     return Scored(
         tb.outcome_B,
         tb.local_BT * tb.mask_BT,

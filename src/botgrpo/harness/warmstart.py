@@ -472,6 +472,8 @@ def warm_start(
     try:
         if not rebuild and is_complete(final):
             return final  # finished by the command this one waited for
+        for stale in final.parent.glob(f".{final.name}.*.tmp"):
+            shutil.rmtree(stale, ignore_errors=True)  # this entry's: its lock is held here
         clear_dead_builds(final.parent)
         if rebuild:  # anew: not from an interrupted run's resume point
             shutil.rmtree(final.with_name(f".{final.name}.resume"), ignore_errors=True)
@@ -483,7 +485,8 @@ def warm_start(
 
 def clear_dead_builds(cache_dir: Path) -> None:
     """Remove the private folders of builds killed outright (SIGKILL, SIGTERM: no chance to
-    clean up): a ``.warm-KEY.*.tmp`` folder whose entry's lock nobody holds has no builder."""
+    clean up): a ``.warm-KEY.*.tmp`` folder whose entry's lock nobody holds has no builder.
+    (An entry whose lock this process holds is skipped: its caller clears its own.)"""
     for stale in sorted(Path(cache_dir).glob(".warm-*.*.tmp")):
         entry = stale.name[1:].split(".", 1)[0]
         lock = FileLock(str(Path(cache_dir) / f"{entry}.lock"))

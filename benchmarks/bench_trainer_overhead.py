@@ -138,6 +138,11 @@ def worker(kind: str, model_dir: str, steps: int, out: str, options: dict) -> No
     device = "cpu" if options["use_cpu"] else "cuda"
     options = {**COMMON, **options, "output_dir": f"{out}.run", "max_steps": steps}
     if kind == "grpo":
+        from dataclasses import fields
+
+        if "activation_checkpointing" not in {f.name for f in fields(GRPOConfig)}:
+            # older transformers name it gradient_checkpointing (BoTGRPOConfig takes both)
+            options["gradient_checkpointing"] = options.pop("activation_checkpointing")
         trainer_cls, config, reward = GRPOTrainer, GRPOConfig(**options), outcome_of_token_reward
     else:
         trainer_cls, config, reward = (

@@ -5,7 +5,8 @@ rates, from converged warm starts of the flawed teacher.
 The points differ only in the teacher's slip rate, chosen by the warm start's sampled compile
 rate alone, before any RL run (about 5%, 12% and 30%; docs/results/code-regime.md says how).
 Each point is one `botgrpo compare` from its own warm start (shipped as
-``warm:react-pages-<point>`` once made; ``--point P --warm-start-only`` rebuilds one):
+``warm:react-pages-<point>``; ``--point P --warm-start-only`` rebuilds one, ``--candidates``
+builds others to choose among, ``--device cuda`` on a GPU):
 
 1. the hardest point: grpo and bot each at the rate a validation sweep chose (``--rates``,
    ``--sweep-seeds`` seeds of the validation stream, never the reported problems), then
@@ -20,16 +21,22 @@ share per step. Writes ``regime-<point>-report.{md,json,png}`` under ``--out``.
 
     python benchmarks/code_regime.py --point hard [--methods grpo bot] [--report-only]
 
-Finished runs are reused, so the command resumes on any clone (benchmarks/records). A
-benchmark: it asserts nothing.
+Finished runs are reused, so the command resumes on any clone (benchmarks/records). A point's
+warm start trains for hours: while this command builds one, its latest resume point (every 100
+steps) is mirrored into ``OUT/regime-warm/<point>/state.pt`` (committed), and a later command on
+any clone goes on from there; ``--keep-resume`` mirrors it once (after a warm start run by
+``botgrpo warm-start`` was stopped). A benchmark: it asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import pickle
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -47,13 +54,13 @@ POINTS = {
 METRIC = "sampled_compiled"
 
 
-def point_config(args, point: str, methods, name: str = "", **kw):
+def point_config(args, point: str, methods, name: str = "", task: str = "", **kw):
     from botgrpo.harness.config import CompareConfig
 
     return CompareConfig(
         name=name or f"regime-{point}",
         out_dir=args.out,
-        task=POINTS[point],
+        task=task or POINTS[point],
         methods=tuple(methods),
         seeds=args.seeds,
         steps=args.steps,
@@ -101,6 +108,78 @@ def ablation_config(args):
     return point_config(
         args, "hard", ("bot",), name="regime-hard-ws0", learning_rate=rates["bot"], w_s=0.0
     )
+
+
+def _warm_entry(args, point: str) -> Path:
+    """The cache entry of the point's warm start (the one ``botgrpo warm-start`` builds with the
+    same held-out problems)."""
+    from botgrpo.harness.compare import planned_checkpoint
+    from botgrpo.harness.config import resolve_task_defaults
+    from botgrpo.tasks import load_task
+
+    cfg = point_config(args, point, ("grpo",))
+    task = load_task(cfg.task)
+    resolve_task_defaults(cfg, task)  # not check_inputs: the comparison may be running
+    return planned_checkpoint(cfg, task)
+
+
+def _resume_points(args, point: str) -> tuple[Path, Path]:
+    """(the cache's resume point, its committed mirror) of the point's warm start."""
+    entry = _warm_entry(args, point)
+    cached = entry.with_name(f".{entry.name}.resume") / "state.pt"
+    return cached, Path(args.out) / "regime-warm" / point / "state.pt"
+
+
+def _step_of(path: Path) -> int:
+    import torch
+
+    try:
+        return int(torch.load(path, weights_only=False, map_location="cpu")["step"])
+    except (OSError, RuntimeError, KeyError, ValueError, EOFError, pickle.UnpicklingError):
+        return -1
+
+
+def _copy_if_further(src: Path, dst: Path) -> bool:
+    """Copy resume point ``src`` over ``dst`` (written beside it, then renamed) when it is
+    further along; True when copied."""
+    import shutil
+
+    if not src.is_file() or (dst.is_file() and _step_of(dst) >= _step_of(src)):
+        return False
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dst.with_name(dst.name + ".tmp")
+    shutil.copyfile(src, tmp)
+    tmp.replace(dst)
+    return True
+
+
+def restore_resume(args, point: str) -> None:
+    """A committed resume point further along than the cache's goes into the cache."""
+    cached, kept = _resume_points(args, point)
+    if _warm_entry(args, point).is_dir():
+        return  # finished: nothing to resume
+    if _copy_if_further(kept, cached):
+        print(f"code regime: the warm start of {point} resumes from step {_step_of(cached)}")
+
+
+def keep_resume(args, point: str) -> None:
+    """The cache's resume point, when further along, into the committed mirror."""
+    cached, kept = _resume_points(args, point)
+    if _copy_if_further(cached, kept):
+        print(f"code regime: kept the warm start's resume point, step {_step_of(kept)}, in {kept}")
+
+
+def mirror_resume(args, point: str, every_s: float = 120.0) -> None:
+    """Keep the committed mirror up to date while this process builds the warm start."""
+    import threading
+
+    def loop() -> None:
+        while True:
+            time.sleep(every_s)
+            with contextlib.suppress(OSError, ValueError):  # the next round tries again
+                keep_resume(args, point)
+
+    threading.Thread(target=loop, daemon=True).start()
 
 
 def _train_records(root: Path, method: str, key: str, step: int | None = None) -> list[float]:
@@ -208,6 +287,20 @@ def render_costs(costs: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def warm_start_only(args, point: str) -> None:
+    """Build (or reuse) the point's warm start, as the comparison would; with ``--candidates``,
+    the warm starts of those slip rates instead (the points are chosen among them by their
+    sampled compile rate: ``botgrpo warm-start --task ...`` then reports it from the cache)."""
+    from botgrpo.harness.compare import check_inputs, starting_checkpoint
+
+    tasks = [f"{SHAPE},slip_rate={r:g}" for r in args.candidates] or [POINTS[point]]
+
+    for task in tasks:
+        cfg = point_config(args, point, ("grpo",), task=task)
+        path = starting_checkpoint(cfg, check_inputs(cfg), device=args.device)
+        print(f"code regime: warm start of {task}: {path}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--point", required=True, choices=list(POINTS))
@@ -222,8 +315,37 @@ def main() -> None:
     parser.add_argument("--ablation", action="store_true", help="bot at w_s = 0 (hard point)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--report-only", action="store_true")
+    parser.add_argument(
+        "--warm-start-only", action="store_true", help="build the point's warm start and stop"
+    )
+    parser.add_argument(
+        "--candidates",
+        type=float,
+        nargs="+",
+        default=[],
+        metavar="RATE",
+        help="with --warm-start-only: build the warm starts of these teacher slip rates",
+    )
+    parser.add_argument("--device", default="cpu", help="where warm starts train: cpu or cuda")
+    parser.add_argument(
+        "--keep-resume",
+        action="store_true",
+        help="copy the point's warm-start resume point into OUT/regime-warm and stop",
+    )
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    try:
+        if args.keep_resume:
+            keep_resume(args, args.point)
+            return
+        if not args.report_only and not _warm_entry(args, args.point).is_dir():
+            restore_resume(args, args.point)
+            mirror_resume(args, args.point)
+        if args.warm_start_only:
+            warm_start_only(args, args.point)
+            return
+    except ValueError as err:
+        code_tasks._usage(err)
     if not args.report_only:
         try:
             code_tasks._compare(lambda: config_for(args, args.point))

@@ -218,12 +218,132 @@ def compare_config(args, out: Path, merged: Path):
 
 
 def tiny_costs() -> dict:
-    """The tiny model's step time and memory on chain, from the PRM comparison's clean runs."""
-    path = Path(__file__).parent / "records" / "prm-chain-clean" / "summary.json"
+    """method -> the tiny model's seconds per step and peak memory on chain (the PRM comparison's
+    clean runs: 8 prompts x 8 rollouts, the same harness), averaged over its seeds."""
+    from botgrpo.harness.results import load_records
+
+    path = Path(__file__).parent / "records" / "prm-chain-clean" / "metrics.jsonl"
     if not path.is_file():
         return {}
-    rows = json.loads(path.read_text()).get("costs", {})
-    return {m: rows[m] for m in rows} if isinstance(rows, dict) else {}
+    rows: dict[str, list[dict]] = {}
+    for r in load_records(path):
+        if r.get("kind") == "cost":
+            rows.setdefault(r["method"], []).append(r)
+    return {
+        m: {
+            "seconds_per_step": sum(r["seconds_per_step"] for r in rs) / len(rs),
+            "peak_rss_gib": max(r["peak_rss_bytes"] for r in rs) / 2**30,
+            "runs": len(rs),
+        }
+        for m, rs in rows.items()
+    }
+
+
+def _interval(p: float, n: int) -> tuple[float, float]:
+    """Wilson's 95% interval of a rate p measured on n problems."""
+    z = 1.96
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def render(result: dict, problems: int) -> str:
+    """The report's tables in markdown: the held-out curves with their intervals, the training
+    signal per method, the costs beside the tiny model's."""
+    curves = result.get("curves", {})
+    steps = sorted({s for m in curves.values() for xs, _ in m.values() for s in xs})
+    methods = list(curves)
+    lines = [
+        f"Held-out: {problems} sums, one sample each at temperature 1 (solved, with Wilson's 95% "
+        "interval; steps right: the share of written steps the exact verifier accepts).",
+        "",
+        "| step | " + " | ".join(f"{m} solved | {m} steps right" for m in methods) + " |",
+        "|---|" + "---|---|" * len(methods),
+    ]
+    acc = result.get("step_acc", {})
+    for step in steps:
+        cells = []
+        for m in methods:
+            xs, ys = curves[m]["0"]
+            accs = dict(zip(*acc.get(m, {}).get("0", ([], [])), strict=True))
+            if step in xs:
+                v = ys[xs.index(step)]
+                lo, hi = _interval(v, problems)
+                cells.append(f"{v:.3f} ({lo:.3f}-{hi:.3f})")
+                cells.append(f"{accs[step]:.3f}" if step in accs else "-")
+            else:
+                cells += ["-", "-"]
+        lines.append(f"| {step} | " + " | ".join(cells) + " |")
+    train = result.get("train", {})
+    if train:
+        lines += [
+            "",
+            "Training (means over the run's steps): the batch's solve rate, GRPO's groups with no "
+            "outcome signal, the local signal's share of BoT's token reward, completion length.",
+            "",
+            "| method | steps | solved in training | groups without signal | local share | "
+            "tokens per completion |",
+            "|---|---|---|---|---|---|",
+        ]
+        for m, rows in train.items():
+
+            def mean(key, rows=rows):
+                vals = [r[key] for r in rows if key in r]
+                return sum(vals) / len(vals) if vals else float("nan")
+
+            lines.append(
+                f"| {m} | {len(rows)} | {mean('solved'):.3f} | "
+                f"{mean('bot/frac_zero_signal_groups'):.2f} | {mean('bot/local_share'):.2f} | "
+                f"{mean('completions/mean_length'):.1f} |"
+            )
+    costs = result.get("costs", [])
+    tiny = result.get("tiny_costs", {})
+    if costs:
+        lines += [
+            "",
+            "| model | method | seconds per step | peak memory (GiB) | rollouts per step |",
+            "|---|---|---|---|---|",
+        ]
+        for c in costs:
+            lines.append(
+                f"| SmolLM2-135M (LoRA r16, top 8 layers) | {c['method']} | "
+                f"{c['seconds_per_step']:.1f} | {c['peak_rss_bytes'] / 2**30:.2f} | 16 |"
+            )
+        for m, c in tiny.items():
+            lines.append(
+                f"| tiny 0.6M (full) | {m} | {c['seconds_per_step']:.1f} | "
+                f"{c['peak_rss_gib']:.2f} | 64 |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict, problems: int, path: Path) -> None:
+    """Held-out solve rate and steps right per method, with the solve rate's 95% interval."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
+    for m, seeds in result.get("curves", {}).items():
+        xs, ys = seeds["0"]
+        band = [_interval(y, problems) for y in ys]
+        (line,) = axes[0].plot(xs, ys, marker="o", label=m)
+        axes[0].fill_between(
+            xs, [b[0] for b in band], [b[1] for b in band], color=line.get_color(), alpha=0.15
+        )
+        acc = result.get("step_acc", {}).get(m, {}).get("0")
+        if acc:
+            axes[1].plot(acc[0], acc[1], marker="o", label=m, color=line.get_color())
+    axes[0].set(xlabel="RL step", ylabel="held-out solved (T 1)", title="solved, 95% interval")
+    axes[1].set(xlabel="RL step", ylabel="steps right", title="steps the verifier accepts")
+    for ax in axes:
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("SmolLM2-135M-Instruct on chain sums, one seed per method")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def report(args, out: Path) -> dict:
@@ -240,15 +360,19 @@ def report(args, out: Path) -> dict:
     root = out / args.name
     if (root / "metrics.jsonl").is_file():
         records = load_records(root / "metrics.jsonl")
-        result["curves"] = {
-            m: {str(s): v for s, v in seeds.items()}
-            for m, seeds in eval_curves(records, "sampled_solved").items()
-        }
+        for key, name in (("sampled_solved", "curves"), ("sampled_step_acc", "step_acc")):
+            result[name] = {
+                m: {str(s): v for s, v in seeds.items()}
+                for m, seeds in eval_curves(records, key).items()
+            }
         result["costs"] = [r for r in records if r.get("kind") == "cost"]
+        result["tiny_costs"] = tiny_costs()
         result["train"] = {}
         for r in records:
             if r.get("kind") == "train":
                 result["train"].setdefault(r["method"], []).append(r)
+        (out / "real-model.md").write_text(render(result, args.problems))
+        plot(result, args.problems, out / "real-model.png")
     (out / "real-model.json").write_text(json.dumps(result, indent=2, default=str))
     print(json.dumps({k: v for k, v in result.items() if k != "train"}, indent=1, default=str))
     return result

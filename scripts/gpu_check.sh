@@ -10,6 +10,7 @@
 #   bash scripts/gpu_check.sh --prepare   # here, once: wheels of what the GPU image lacks -> .whl/
 #   bash scripts/gpu_check.sh             # on the GPU machine, with .whl/ carried along
 #   bash scripts/gpu_check.sh --dry-run   # here: the same stages on the CPU, shrunk (no wheels)
+#   STAGES="estimator real_recipe" bash scripts/gpu_check.sh   # some stages only
 #
 # Results go to stdout and to $OUT (or /tmp/gpu_check): gpu_check.log, one file per stage.
 set -uo pipefail
@@ -52,6 +53,8 @@ if ((DRY)); then  # plumbing only: CPU, a one-layer narrow model, short completi
   TRAINER_ARGS=(--steps 4 --rounds 1 --batch 16 --completion-length 8 --layers 1 --hidden 64)
 fi
 declare -A STATUS
+STAGES=${STAGES:-estimator trainer real_recipe}
+want() { [[ " $STAGES " == *" $1 "* ]]; }
 
 stage() {  # stage NAME SECONDS COMMAND...: run with a time limit, record ok / failed / timed out
   local name=$1 limit=$2
@@ -93,14 +96,16 @@ import torch
 print("cuda:", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")
 PY
 
-stage estimator 120 "$PY" benchmarks/bench_advantages.py --device "$DEVICE" --no-loop \
+want estimator && stage estimator 120 "$PY" benchmarks/bench_advantages.py --device "$DEVICE" --no-loop \
   "${ESTIMATOR_ARGS[@]}"
-stage trainer 420 "$PY" benchmarks/bench_trainer_overhead.py --device "$DEVICE" \
+want trainer && stage trainer 420 "$PY" benchmarks/bench_trainer_overhead.py --device "$DEVICE" \
   --shape qwen2.5-0.5b "${TRAINER_ARGS[@]}"
 
 SHAPE=.whl/smollm2-shape
 ((DRY)) && SHAPE=$("$PY" -c "from botgrpo.models import real_model_path as p; print(p('real:smollm2-135m-instruct'))")
-if [[ -f "$SHAPE/config.json" ]]; then
+if ! want real_recipe; then
+  :
+elif [[ -f "$SHAPE/config.json" ]]; then
   "$PY" - "$SHAPE" /tmp/smollm2-random <<'PY'
 import shutil, sys
 from transformers import AutoConfig, AutoModelForCausalLM

@@ -287,6 +287,17 @@ def test_warm_start_package_takes_only_a_plain_name(workdir, capsys, packaged_co
     assert not (workdir / "out").exists(), "refused before any warm start is trained"
 
 
+@pytest.mark.parametrize(
+    ("device", "says"),
+    [("meta", "only cpu and cuda"), ("gpu!", "not a device name"), ("cuda:7", "CUDA device")],
+)
+def test_warm_start_device_is_checked_before_anything_is_written(workdir, capsys, device, says):
+    code, err = run_cli(["warm-start", "--device", device, "--out-dir", "out"], capsys)
+    assert code == 2
+    one_line(err, "warm-start", "--device", says)
+    assert not (workdir / "out").exists()
+
+
 def test_warm_start_package_never_replaces_a_folder_it_did_not_write(
     workdir, capsys, packaged_copy
 ):

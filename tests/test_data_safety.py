@@ -353,3 +353,20 @@ def test_out_dir_inside_a_comparison_is_refused(tmp_path, capsys, command):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "a `botgrpo compare` comparison" in err, err
     assert sorted(p.name for p in comparison.iterdir()) == before
+
+
+@pytest.mark.parametrize("content", [b"not a checkpoint", b"", b"\x80\x04K"])
+def test_an_unreadable_resume_point_starts_over_in_one_line(tmp_path, content, capsys):
+    import random
+
+    import torch
+
+    from botgrpo.harness.warmstart import _resume
+
+    (tmp_path / "state.pt").write_bytes(content)
+    model = torch.nn.Linear(2, 2)
+    opt = torch.optim.AdamW(model.parameters())
+    recent: list[float] = []
+    assert _resume(tmp_path, model, opt, random.Random(0), recent) == 0
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "unreadable: starting over" in err

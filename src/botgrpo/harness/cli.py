@@ -184,6 +184,12 @@ def warm_start_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("--retrain", action="store_true", help="train even if shipped or cached")
     parser.add_argument(
+        "--device",
+        default="cpu",
+        help="where a warm start that must be trained trains: cpu (default), cuda or cuda:N "
+        "(the demonstrations are made on the CPU; not part of the cache key)",
+    )
+    parser.add_argument(
         "--package",
         metavar="NAME",
         help="copy it to the package's warm starts as checkpoints/NAME (a plain name; an "
@@ -198,6 +204,7 @@ def warm_start_main(argv: Sequence[str]) -> int:
             _check_package_target(PACKAGED_DIR / ns.package)
         check_writable_folder(cfg.out_dir, "out_dir")
         check_outside_owned(cfg.out_dir, "out_dir")
+        check_device(ns.device)
     except ValueError as err:
         raise UsageError(str(err)) from err
     task = check_task_spec(cfg.task)
@@ -215,7 +222,9 @@ def warm_start_main(argv: Sequence[str]) -> int:
         held = held_out_prompts(task, cfg.eval_problems)
         key = warm_start_config(cfg, task).cache_key(task, held)
         shipped = packaged_warm_start(key)
-    path = starting_checkpoint(cfg, task, use_packaged=not ns.retrain, rebuild=ns.retrain)
+    path = starting_checkpoint(
+        cfg, task, use_packaged=not ns.retrain, rebuild=ns.retrain, device=ns.device
+    )
     if shipped is not None:
         print(f"against the shipped checkpoint {shipped}: {_weights_match(path, shipped)}")
     meta_path = path / "warm_start.json"
@@ -235,6 +244,28 @@ def warm_start_main(argv: Sequence[str]) -> int:
             shutil.rmtree(staged, ignore_errors=True)
         print(f"packaged: {target}")
     return 0
+
+
+def check_device(device: str) -> None:
+    """ValueError unless ``device`` names a torch device this machine has."""
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(
+            f"--device {device!r}: not a device name; use cpu, cuda or cuda:N"
+        ) from err
+    if dev.type == "cpu":
+        return
+    if dev.type != "cuda":
+        raise ValueError(f"--device {device!r}: only cpu and cuda are supported")
+    if not torch.cuda.is_available():
+        raise ValueError(f"--device {device!r}: this machine has no CUDA device; use cpu")
+    if dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ValueError(
+            f"--device {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)"
+        )
 
 
 def _check_package_target(target: Path) -> None:

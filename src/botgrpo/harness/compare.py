@@ -330,11 +330,16 @@ def planned_checkpoint(cfg: CompareConfig, task) -> Path:
 
 
 def starting_checkpoint(
-    cfg: CompareConfig, task, *, use_packaged: bool = True, rebuild: bool = False
+    cfg: CompareConfig,
+    task,
+    *,
+    use_packaged: bool = True,
+    rebuild: bool = False,
+    device: str = "cpu",
 ) -> Path:
     """The cached (or shipped, or freshly trained) warm start every run of ``cfg`` starts from;
     it never trains on the held-out problems. ``rebuild``: train it anew, replacing the cached
-    one."""
+    one. ``device``: where a warm start that must be trained trains ("cpu", "cuda")."""
     held = held_out_prompts(task, cfg.eval_problems)
     return warm_start(
         task,
@@ -344,6 +349,7 @@ def starting_checkpoint(
         progress=cfg.progress,
         use_packaged=use_packaged,
         rebuild=rebuild,
+        device=device,
     )
 
 

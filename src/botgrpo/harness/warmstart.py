@@ -17,6 +17,7 @@ import hashlib
 import json
 import math
 import os
+import pickle
 import random
 import shutil
 import sys
@@ -269,6 +270,7 @@ def train_warm_start(
     progress: bool,
     exclude: frozenset[str] = frozenset(),
     resume_dir: Path | None = None,
+    device: str = "cpu",
 ) -> WarmStartRun:
     """Build the tiny model in ``out_dir`` and fine-tune it on demonstrations in place (see
     ``WarmStartConfig.stop`` for when it stops).
@@ -276,17 +278,22 @@ def train_warm_start(
     ``resume_dir`` (stop="steps"): every :data:`RESUME_EVERY` steps the model, the optimizer,
     the data stream's position and the recent losses are saved there, and a build that finds
     them goes on from that step instead of starting over (the same batches, so the same
-    checkpoint as an uninterrupted run); the caller removes the folder once published."""
+    checkpoint as an uninterrupted run); the caller removes the folder once published.
+
+    ``device``: where the model trains ("cpu", "cuda", "cuda:1", ...); the demonstrations are
+    made on the CPU either way. A GPU's float rounding differs from the CPU's, so its checkpoint
+    is close to, not equal to, the CPU's of the same key."""
     build_tiny_model(out_dir, spec=config.model)
     tokenizer = AutoTokenizer.from_pretrained(out_dir)
-    model = AutoModelForCausalLM.from_pretrained(out_dir)
+    model = AutoModelForCausalLM.from_pretrained(out_dir).to(device)
     torch.manual_seed(config.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     rng = random.Random(f"warm-start-{config.seed}")
     rule = None
     if config.stop == "converged":
         check_rng = random.Random(f"warm-start-check-{config.seed}")
-        rule = ConvergenceRule(config, _batch(task, tokenizer, check_rng, CHECK_BATCH, exclude))
+        check = _batch(task, tokenizer, check_rng, CHECK_BATCH, exclude)
+        rule = ConvergenceRule(config, _on(check, device))
         resume_dir = None  # the rule's checks are not saved: a converged run starts over
     recent: list[float] = []
     first = _resume(resume_dir, model, opt, rng, recent) if resume_dir is not None else 0
@@ -310,7 +317,7 @@ def train_warm_start(
                 group["lr"] = _lr_at(step, config.schedule_steps or config.steps, config.lr)
             else:
                 group["lr"] = rule.lr(step)
-        loss = model(**next(batches)).loss
+        loss = model(**_on(next(batches), device)).loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -321,9 +328,14 @@ def train_warm_start(
         if rule is not None and rule.after(model, step):
             break
     bar.close()
-    model.save_pretrained(out_dir)
+    model.to("cpu").save_pretrained(out_dir)
     final = sum(recent) / len(recent) if recent else float("nan")
     return WarmStartRun(final, steps, tuple(rule.checks) if rule is not None else ())
+
+
+def _on(batch: dict, device: str) -> dict:
+    """``batch`` with its tensors on ``device``."""
+    return {k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
 
 
 def _save_resume(folder: Path, step: int, model, opt, rng: random.Random, recent) -> None:
@@ -349,10 +361,10 @@ def _resume(folder: Path, model, opt, rng: random.Random, recent: list[float]) -
     if not path.is_file():
         return 0
     try:
-        state = torch.load(path, weights_only=False)
+        state = torch.load(path, weights_only=False, map_location="cpu")
         model.load_state_dict(state["model"])
         opt.load_state_dict(state["optimizer"])
-    except (OSError, RuntimeError, KeyError, ValueError, EOFError):
+    except (OSError, RuntimeError, KeyError, ValueError, EOFError, pickle.UnpicklingError):
         print(
             f"warm start: the resume point in {folder} is unreadable: starting over",
             file=sys.stderr,
@@ -435,6 +447,7 @@ def warm_start(
     progress: bool = True,
     use_packaged: bool = True,
     rebuild: bool = False,
+    device: str = "cpu",
 ) -> Path:
     """Path of the warm-start checkpoint for (task, config), training it if not cached.
 
@@ -443,7 +456,8 @@ def warm_start(
     exactly this key (``botgrpo warm-start`` rebuilds it); False always trains. Before training
     one, a line on stderr says why (what differs from the shipped one) and how long it takes.
     A task with noisy verdicts gets its clean task's warm start. ``rebuild``: train anew and
-    replace the cached one (``botgrpo warm-start --retrain``).
+    replace the cached one (``botgrpo warm-start --retrain``). ``device``: where it trains
+    (:func:`train_warm_start`; not part of the key).
 
     A fixed-steps warm start that was interrupted goes on from its last resume point
     (``.warm-KEY.resume``, every 100 steps) rather than starting over.
@@ -477,7 +491,7 @@ def warm_start(
         clear_dead_builds(final.parent)
         if rebuild:  # anew: not from an interrupted run's resume point
             shutil.rmtree(final.with_name(f".{final.name}.resume"), ignore_errors=True)
-        _build(task, config, key, final, exclude, progress, use_packaged and not rebuild)
+        _build(task, config, key, final, exclude, progress, use_packaged and not rebuild, device)
     finally:
         lock.release()
     return final
@@ -518,6 +532,7 @@ def _build(
     exclude: frozenset[str],
     progress: bool,
     use_packaged: bool,
+    device: str = "cpu",
 ) -> None:
     """Make the warm start of ``key`` in a private temporary folder beside ``final`` and publish
     it by renaming it there once complete (the caller holds the entry's lock); an interrupted
@@ -538,13 +553,16 @@ def _build(
             )
             start = time.perf_counter()
             resume = final.with_name(f".{final.name}.resume")
-            run = train_warm_start(task, config, tmp, progress, exclude, resume_dir=resume)
+            run = train_warm_start(
+                task, config, tmp, progress, exclude, resume_dir=resume, device=device
+            )
             meta = {
                 "key": key,
                 "task": repr(task),
                 "config": asdict(config),
                 "final_loss": run.final_loss,
                 "steps_run": run.steps,
+                "device": device,
                 "seconds": round(time.perf_counter() - start, 1),
             }
             if run.checks:

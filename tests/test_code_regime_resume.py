@@ -1,0 +1,80 @@
+"""benchmarks/code_regime.py carries a point's long warm start across clones: the cache's resume
+point is mirrored into the committed records only when further along, and a committed one
+further along than the cache's goes back into the cache (the warm start then resumes there)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def load_script():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    spec = importlib.util.spec_from_file_location(
+        "code_regime", ROOT / "benchmarks" / "code_regime.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _state(path: Path, step: int) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"step": step, "model": {}}, path)
+
+
+def test_resume_points_travel_only_forward(tmp_path):
+    script = load_script()
+    args = argparse.Namespace(
+        out=str(tmp_path), seeds=5, steps=50, eval_every=5, problems=200, workers=2
+    )
+    cached, kept = script._resume_points(args, "hard")
+    assert cached.parent.parent == tmp_path / ".cache"
+    assert kept == tmp_path / "regime-warm" / "hard" / "state.pt"
+    assert cached.parent.name.startswith(".warm-") and cached.parent.name.endswith(".resume")
+
+    script.keep_resume(args, "hard")  # nothing in the cache yet: nothing kept
+    assert not kept.exists()
+    _state(cached, 300)
+    script.keep_resume(args, "hard")
+    assert script._step_of(kept) == 300
+    _state(kept, 700)  # a later clone got further and committed it
+    script.keep_resume(args, "hard")  # the cache's 300 never replaces the records' 700
+    assert script._step_of(kept) == 700
+    script.restore_resume(args, "hard")
+    assert script._step_of(cached) == 700
+    _state(cached, 800)
+    script.restore_resume(args, "hard")  # the cache's own later point stays
+    assert script._step_of(cached) == 800
+
+
+def test_an_unreadable_resume_point_counts_as_none(tmp_path):
+    script = load_script()
+    bad = tmp_path / "state.pt"
+    bad.write_text("not a checkpoint")
+    assert script._step_of(bad) == -1
+    good = tmp_path / "good.pt"
+    _state(good, 100)
+    assert script._copy_if_further(good, bad)
+    assert script._step_of(bad) == 100
+
+
+def test_the_mirror_works_while_the_comparison_holds_its_folder(tmp_path):
+    from botgrpo.folders import own_folder
+
+    script = load_script()
+    args = argparse.Namespace(
+        out=str(tmp_path), seeds=5, steps=50, eval_every=5, problems=200, workers=2
+    )
+    cached, kept = script._resume_points(args, "hard")
+    _state(cached, 200)
+    with own_folder(tmp_path / "regime-hard", "comparison", "code_regime.py --point hard"):
+        script.keep_resume(args, "hard")
+    assert script._step_of(kept) == 200

@@ -335,6 +335,9 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
+        from botgrpo.harness.cli import check_device
+
+        check_device(args.device)
         if args.keep_resume:
             keep_resume(args, args.point)
             return

@@ -277,7 +277,7 @@ def plot(curves: dict, arms: dict[str, Path], result: dict, path: Path) -> None:
 
 
 def _usage(err: Exception) -> None:
-    print(f"code_tasks.py: error: {err}", file=sys.stderr)
+    print(f"{Path(sys.argv[0]).name}: error: {err}", file=sys.stderr)
     raise SystemExit(2)
 
 

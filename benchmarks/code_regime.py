@@ -21,7 +21,9 @@ share per step. Writes ``regime-<point>-report.{md,json,png}`` under ``--out``.
 
     python benchmarks/code_regime.py --point hard [--methods grpo bot] [--report-only]
 
-Finished runs are reused, so the command resumes on any clone (benchmarks/records). A point's
+Finished runs are reused, so the command resumes on any clone (benchmarks/records); a run
+stopped part-way goes on from its last evaluation (each run checkpoints there: commit its
+folder, ``trainer/`` included, to resume it elsewhere). A point's
 warm start trains for hours: while this command builds one, its latest resume point (every 100
 steps) is mirrored into ``OUT/regime-warm/<point>/state.pt`` (committed), and a later command on
 any clone goes on from there; ``--keep-resume`` mirrors it once (after a warm start run by
@@ -72,6 +74,8 @@ def point_config(args, point: str, methods, name: str = "", task: str = "", **kw
         metric=METRIC,
         workers=args.workers,
         progress=False,
+        # a run of an hour goes on from its last evaluation on any clone (records committed)
+        checkpoint_every=args.eval_every,
         **kw,
     )
 

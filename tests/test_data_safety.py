@@ -82,12 +82,26 @@ def test_an_incomplete_entry_is_rebuilt_not_taken(tmp_path):
     assert all((entry / name).is_file() for name in REQUIRED_FILES)
 
 
+def _wait_for(cache: Path, pattern: str, seconds: float = 120) -> None:
+    """Until a build in ``cache`` has written ``pattern`` (or ``seconds`` pass)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and not any(cache.glob(pattern)):
+        time.sleep(0.1)
+
+
+def _built_alone(cache: Path, proc: subprocess.Popen) -> None:
+    """``proc`` built its entry and left nothing else in ``cache`` but locks."""
+    out, _ = proc.communicate(timeout=300)
+    assert proc.returncode == 0
+    entry = Path(out.split(" ", 1)[1].strip())
+    leftovers = [p.name for p in cache.iterdir() if p != entry and not p.name.endswith(".lock")]
+    assert leftovers == []
+
+
 def test_an_interrupted_warm_start_leaves_nothing_and_the_next_run_builds(tmp_path):
     cache = tmp_path / "cache"
     proc = _warm(cache, steps=100_000)
-    deadline = time.time() + 120
-    while time.time() < deadline and not any(cache.glob(".warm-*.tmp/model.safetensors")):
-        time.sleep(0.2)
+    _wait_for(cache, ".warm-*.tmp/model.safetensors")
     assert any(cache.glob(".warm-*.tmp")), "training had not started"
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
@@ -103,35 +117,21 @@ def test_a_killed_warm_starts_private_folder_is_cleared_by_the_next_build(tmp_pa
     lock, removes the dead build's private folder before it builds."""
     cache = tmp_path / "cache"
     proc = _warm(cache, steps=100_000)
-    deadline = time.time() + 120
-    while time.time() < deadline and not any(cache.glob(".warm-*.tmp/model.safetensors")):
-        time.sleep(0.2)
+    _wait_for(cache, ".warm-*.tmp/model.safetensors")
     proc.kill()
     proc.communicate(timeout=60)
     assert any(cache.glob(".warm-*.tmp")), "the killed build left nothing to clear"
-    again = _warm(cache)
-    out, _ = again.communicate(timeout=300)
-    assert again.returncode == 0
-    entry = Path(out.split(" ", 1)[1].strip())
-    leftovers = [p.name for p in cache.iterdir() if p != entry and not p.name.endswith(".lock")]
-    assert leftovers == []
+    _built_alone(cache, _warm(cache))
 
 
 def test_a_killed_build_of_the_same_entry_is_cleared_when_it_is_built_again(tmp_path):
     cache = tmp_path / "cache"
     proc = _warm(cache, steps=90)
-    deadline = time.time() + 120
-    while time.time() < deadline and not any(cache.glob(".warm-*.tmp/model.safetensors")):
-        time.sleep(0.1)
+    _wait_for(cache, ".warm-*.tmp/model.safetensors")
     proc.kill()
     proc.communicate(timeout=60)
     assert any(cache.glob(".warm-*.tmp")), "the killed build left nothing to clear"
-    again = _warm(cache, steps=90)
-    out, _ = again.communicate(timeout=300)
-    assert again.returncode == 0
-    entry = Path(out.split(" ", 1)[1].strip())
-    leftovers = [p.name for p in cache.iterdir() if p != entry and not p.name.endswith(".lock")]
-    assert leftovers == []
+    _built_alone(cache, _warm(cache, steps=90))
 
 
 def test_an_interrupted_fixed_steps_warm_start_resumes_to_the_same_checkpoint(tmp_path):
@@ -141,9 +141,7 @@ def test_an_interrupted_fixed_steps_warm_start_resumes_to_the_same_checkpoint(tm
 
     cache = tmp_path / "cache"
     proc = _warm(cache, steps=260)
-    deadline = time.time() + 240
-    while time.time() < deadline and not any(cache.glob(".warm-*.resume/state.pt")):
-        time.sleep(0.1)
+    _wait_for(cache, ".warm-*.resume/state.pt", seconds=240)
     proc.send_signal(signal.SIGINT)
     proc.communicate(timeout=60)
     assert any(cache.glob(".warm-*.resume/state.pt")), "no resume point was written"

@@ -82,6 +82,7 @@ def test_group_figures_on_rollouts_with_known_answers():
     verdicts = verdict_figures(scored)
     assert verdicts["wrong_in_solved"] == 0.0
     assert verdicts["right_in_failed"] == pytest.approx(5 / 7)
+    assert verdicts["steps_right"] == pytest.approx(7 / 9)
     assert verdicts["false_alarm"] is None
 
 
@@ -198,6 +199,15 @@ def test_the_advice_on_fixed_figures(figures, expected, nearest_id):
     if nearest_id:
         assert advice["nearest"][0]["id"] == nearest_id
     assert advise(figures, {"settings": [], "rule": {}})["try"] == "unknown"
+
+
+@pytest.mark.parametrize(("steps_right", "cautioned"), [(0.23, True), (0.49, True), (0.5, False)])
+@pytest.mark.parametrize("no_signal", [0.75, 0.02])
+def test_mostly_wrong_steps_carry_a_caution_whatever_the_choice(no_signal, steps_right, cautioned):
+    advice = advise(diagnosis(no_signal, 0.05, verdicts={"steps_right": steps_right}), MAP)
+    assert advice["try"] in ("bot", "grpo or dapo (bot ties)")
+    said = any("of the steps the model writes are judged right" in w for w in advice["why"])
+    assert said == cautioned
 
 
 def test_nearest_orders_by_scaled_distance():

@@ -21,6 +21,11 @@ MAP_PATH = Path(__file__).with_name("where_bot_pays.json")
 #: of this much counts as 1).
 DISTANCE_SCALES = {"grpo_no_signal": 0.15, "solved": 0.15, "local_share": 0.05}
 
+#: Below this share of the model's own steps judged right, the advice for BoT carries a caution:
+#: the real model's BoT run (23% right) collapsed to writing fewer steps; every setting of the
+#: map had most steps right (the tiny chain warm start: 81-84%). One seed: a caution, not a rule.
+MOSTLY_WRONG = 0.5
+
 
 def load_map(path: Path | None = None) -> dict:
     """The map's settings and rule; an empty map when none ships (advice then says so)."""
@@ -149,6 +154,14 @@ def advise(result: dict, data: dict | None = None) -> dict:
             f"{no_signal:.0%} of GRPO's groups carry no signal: between the settings where BoT "
             "tied and where it led; measured settings nearby are listed below"
         )
+    steps_right = verdicts.get("steps_right")
+    if steps_right is not None and steps_right < MOSTLY_WRONG and choice != "warm start first":
+        why.append(
+            f"only {steps_right:.0%} of the steps the model writes are judged right: BoT's local "
+            "signal penalises most of what it writes, and on the real model (one seed, "
+            "docs/results/real-model.md) it learned to write fewer steps; watch the completion "
+            "length, or warm start further / lower w_s first"
+        )
     if verdicts.get("wrong_in_solved") and verdicts["wrong_in_solved"] > 0.2:
         why.append(
             f"{verdicts['wrong_in_solved']:.0%} of the steps in solved rollouts are judged "
@@ -199,6 +212,7 @@ def render_diagnosis(result: dict) -> str:
     for key, label in (
         ("wrong_in_solved", "steps judged wrong in solved rollouts"),
         ("right_in_failed", "steps judged right in failed rollouts"),
+        ("steps_right", "steps judged right, all rollouts"),
         ("false_alarm", "false alarms (right steps judged wrong, vs the reference)"),
         ("miss", "misses (wrong steps judged right, vs the reference)"),
         ("verdict_accuracy", "verdicts right (vs the reference)"),

@@ -175,6 +175,13 @@ class CompareConfig:
     """Accuracy thresholds for steps-to-threshold; empty = 25/50/75% of the way from the
     step-0 value to the plateau (the best method's seed-averaged mean over the last third of
     its evaluations, never a single peak; docs/compare.md)."""
+    checkpoint_every: int = 0
+    """Save each run's training state (weights, optimizer, scheduler, random states) every
+    this many steps, a multiple of eval_every, right after that step's evaluation (one
+    checkpoint kept per run, under RUN/trainer, removed when the run finishes): a run that is
+    stopped part-way then resumes from its last checkpoint with the same results instead of
+    starting over (docs/compare.md). 0 = never: a stopped run starts over. Not for ppo (its
+    critic is not checkpointed)."""
     workers: int = 2
     """Runs in parallel (one CPU thread each)."""
     progress: bool = True
@@ -285,7 +292,13 @@ class CompareConfig:
                 f"warmup_steps ({self.warmup_steps}) must be < steps ({self.steps}), or the "
                 "learning rate never reaches its value; lower --warmup-steps"
             )
-        non_negative = ("pass_samples", "pass_problems", "warm_start_steps", "warmup_steps")
+        non_negative = (
+            "pass_samples",
+            "pass_problems",
+            "warm_start_steps",
+            "warmup_steps",
+            "checkpoint_every",
+        )
         for name in non_negative:
             if getattr(self, name) is not None and getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -303,6 +316,11 @@ class CompareConfig:
                 )
             if self.verdict_noise:
                 raise ValueError("give verdict_noise or step_verifier, not both")
+        if self.checkpoint_every % self.eval_every:
+            raise ValueError(
+                f"checkpoint_every ({self.checkpoint_every}) must be a multiple of eval_every "
+                f"({self.eval_every}): a run resumes at an evaluated step"
+            )
         check_finite_number(
             "warm_start_anneal", self.warm_start_anneal, low=0.0, low_inclusive=False
         )

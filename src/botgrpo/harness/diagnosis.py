@@ -310,6 +310,9 @@ def verdict_figures(
         "steps_judged": len(in_solved) + len(in_failed),
         "wrong_in_solved": in_solved.count(-1) / len(in_solved) if in_solved else None,
         "right_in_failed": in_failed.count(1) / len(in_failed) if in_failed else None,
+        "steps_right": (in_solved.count(1) + in_failed.count(1)) / (len(in_solved) + len(in_failed))
+        if in_solved or in_failed
+        else None,
         "false_alarm": None,
         "miss": None,
         "verdict_accuracy": None,

@@ -18,6 +18,18 @@ from pathlib import Path
 
 from botgrpo.folders import atomic_write_text, mark_folder
 from botgrpo.harness.config import CompareConfig
+from botgrpo.harness.resume import (
+    DRIFT_REFERENCE,
+    RESUMED_FILE,
+    STARTED_FILE,
+    DriftReference,
+    RunClock,
+    keep_records_to,
+    read_records,
+    resume_point,
+    trainer_folder,
+    write_started,
+)
 
 #: Training-log keys copied into metrics.jsonl (when the trainer logs them); each training
 #: record also holds ``solved``, the share of the step's rollouts that solved their problem.
@@ -80,6 +92,7 @@ _NOT_RUN_SETTINGS = (
     "thresholds",
     "workers",
     "progress",
+    "checkpoint_every",
     # part of the warm start's key, so of model_path
     "warm_start_stop",
     "warm_start_batch_size",
@@ -170,36 +183,7 @@ def is_done(spec: RunSpec) -> bool:
     return True
 
 
-def snapshot_params(model) -> list:
-    """A float32 CPU copy of the model's parameters (the reference for :func:`weight_drift`)."""
-    return [p.detach().float().cpu().clone() for p in model.parameters()]
-
-
-def weight_drift(model, initial_params: list) -> float:
-    """||theta - theta_0|| / ||theta_0|| over all parameters, in float32: how far a run has
-    moved its weights (its effective step size, summed over the run).
-
-    >>> import torch
-    >>> m = torch.nn.Linear(2, 1, bias=False)
-    >>> with torch.no_grad():
-    ...     _ = m.weight.copy_(torch.tensor([[3.0, 4.0]]))
-    >>> start = snapshot_params(m)
-    >>> with torch.no_grad():
-    ...     _ = m.weight.add_(torch.tensor([[0.0, 0.5]]))
-    >>> weight_drift(m, start)
-    0.1
-    """
-    params = list(model.parameters())
-    if len(params) != len(initial_params):
-        raise ValueError(f"model has {len(params)} parameters, the snapshot {len(initial_params)}")
-    diff = norm = 0.0
-    for p, p0 in zip(params, initial_params, strict=True):
-        diff += float((p.detach().float().cpu() - p0).pow(2).sum())
-        norm += float(p0.pow(2).sum())
-    return (diff / norm) ** 0.5 if norm > 0 else 0.0
-
-
-def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
+def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float], clock: RunClock):
     from transformers import AutoTokenizer, TrainerCallback
 
     from botgrpo.harness.evaluate import eval_seed, evaluate
@@ -218,21 +202,10 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
         with (out / "metrics.jsonl").open("a") as fh:
             fh.write(json.dumps({**base, **record}) + "\n")
 
+    reference_path = trainer_folder(out) / DRIFT_REFERENCE
+
     class Recorder(TrainerCallback):
-        initial: list | None = None
-
-        def _drift(self, model) -> float:
-            """||theta - theta_0|| / ||theta_0||: how far the run has moved its weights."""
-            import torch
-
-            params = [p.detach() for p in model.parameters()]
-            if self.initial is None:
-                self.initial = [p.clone() for p in params]
-            diff = sum(
-                float((p - p0).pow(2).sum()) for p, p0 in zip(params, self.initial, strict=True)
-            )
-            norm = sum(float(p0.pow(2).sum()) for p0 in self.initial)
-            return (diff / max(norm, torch.finfo(torch.float32).tiny)) ** 0.5
+        reference: DriftReference | None = None
 
         def _evaluate(self, model, step: int) -> None:
             was_training = model.training
@@ -254,13 +227,21 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float]):
                 render_prompt=render,
             )
             record = {"kind": "eval", "step": step, **result.record()}
-            record["weight_drift"] = self._drift(model)
+            record["weight_drift"] = self.reference.drift(model)
             record["eval_seconds"] = time.perf_counter() - start
+            record["elapsed_seconds"] = clock.elapsed()
             write(record)
             write_progress(out, step, "training" if step < cfg.steps else "finishing")
             model.train(was_training)
 
         def on_train_begin(self, args, state, control, model=None, **kwargs):
+            if state.global_step > 0:  # resumed: step 0 and the reference are on record
+                self.reference = DriftReference.load(reference_path)
+                write_progress(out, state.global_step, "training")
+                return
+            self.reference = DriftReference(model)
+            if cfg.checkpoint_every:
+                self.reference.save(reference_path)
             self._evaluate(model, 0)
 
         def on_log(self, args, state, control, logs=None, **kwargs):
@@ -345,13 +326,22 @@ def _trainer_config(spec: RunSpec, out: Path):
         use_cpu=True,
         bf16=False,
         logging_steps=1,
-        save_strategy="no",
+        **_checkpointing(spec),
         report_to=[],
         disable_tqdm=True,
         dataloader_num_workers=0,
         # a tiny model on a CPU: recomputing activations in the backward pass only costs time
         activation_checkpointing=False,
     )
+
+
+def _checkpointing(spec: RunSpec) -> dict:
+    """The Trainer's save options: the last checkpoint every ``checkpoint_every`` steps (not
+    for ppo, whose critic a checkpoint does not hold), or none."""
+    every = spec.config.checkpoint_every
+    if not every or spec.method == "ppo":
+        return {"save_strategy": "no"}
+    return {"save_strategy": "steps", "save_steps": every, "save_total_limit": 1}
 
 
 def _peft_config(cfg, model_path: str):
@@ -406,10 +396,8 @@ def peak_memory() -> dict[str, float]:
 
 def _write_cost(spec: RunSpec, out: Path, seconds: float) -> None:
     """The run's cost record: training seconds (evaluations excluded) per optimizer step and
-    the peak memory of the training process."""
-    records = [
-        json.loads(line) for line in (out / "metrics.jsonl").read_text().split("\n") if line.strip()
-    ]
+    the peak memory of the training process (of its last segment, when it was resumed)."""
+    records = read_records(out)
     eval_seconds = sum(r.get("eval_seconds", 0.0) for r in records if r.get("kind") == "eval")
     train_seconds = max(seconds - eval_seconds, 0.0)
     record = {
@@ -424,6 +412,14 @@ def _write_cost(spec: RunSpec, out: Path, seconds: float) -> None:
     }
     with (out / "metrics.jsonl").open("a") as handle:
         handle.write(json.dumps(record) + "\n")
+
+
+def _resumed_from(out: Path) -> list[int]:
+    """The steps an unfinished run was resumed at so far (its ``resumed.json``)."""
+    try:
+        return [int(x) for x in json.loads((out / RESUMED_FILE).read_text())]
+    except (OSError, ValueError, TypeError):
+        return []
 
 
 def execute_run(spec: RunSpec) -> str:
@@ -446,8 +442,17 @@ def execute_run(spec: RunSpec) -> str:
     out = Path(spec.run_dir)
     if out.is_symlink() or out.resolve().parent != out.parent.resolve():
         raise ValueError(f"run folder {out} is a link; botgrpo deletes only folders it made")
-    shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
-    out.mkdir(parents=True)
+    settings = run_settings(spec)
+    point = resume_point(out, settings) if _checkpointing(spec)["save_strategy"] != "no" else None
+    if point is None:
+        shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
+        out.mkdir(parents=True)
+        write_started(out, settings)
+        clock = RunClock()
+    else:
+        clock = RunClock(before=keep_records_to(out, point[1]))
+        resumed = sorted({*_resumed_from(out), point[1]})
+        atomic_write_text(out / RESUMED_FILE, json.dumps(resumed))
     mark_folder(out, "run", f"botgrpo compare: {spec.label}")
     judged = with_verdict_noise(load_task(cfg.task), cfg.verdict_noise)  # the training reward's
     if _reads_verdicts(spec.method):
@@ -470,7 +475,7 @@ def execute_run(spec: RunSpec) -> str:
         args=_trainer_config(spec, out),
         train_dataset=train,
         processing_class=tokenizer,
-        callbacks=[_recorder(spec, task, eval_examples, solved)],
+        callbacks=[_recorder(spec, task, eval_examples, solved, clock)],
         peft_config=_peft_config(cfg, spec.model_path),
     )
     if cfg.top_layers is not None:
@@ -479,10 +484,14 @@ def execute_run(spec: RunSpec) -> str:
         freeze_below_top_layers(trainer.model, cfg.top_layers)
     trainer.remove_callback(PrinterCallback)  # records go to metrics.jsonl, not stdout
     reset_peak_memory()
-    start = time.perf_counter()
-    trainer.train()
-    _write_cost(spec, out, time.perf_counter() - start)
-    shutil.rmtree(out / "trainer", ignore_errors=True)
-    done = {"seconds": time.perf_counter() - start, "settings": run_settings(spec)}
+    clock.begin()
+    trainer.train(resume_from_checkpoint=str(point[0]) if point else None)
+    _write_cost(spec, out, clock.elapsed())
+    shutil.rmtree(trainer_folder(out), ignore_errors=True)
+    done = {"seconds": clock.elapsed(), "settings": settings}
+    if _resumed_from(out):
+        done["resumed_at_steps"] = _resumed_from(out)
     atomic_write_text(out / "done.json", json.dumps(done))  # last: the run is finished
+    for name in (STARTED_FILE, RESUMED_FILE):
+        (out / name).unlink(missing_ok=True)
     return spec.label

@@ -25,7 +25,7 @@ MODULES = [
     "botgrpo.rewards.verifiers.python_diagnostics",
     "botgrpo.rewards.verifiers.symbolic",
     "botgrpo.viz",
-    "botgrpo.harness.runner",
+    "botgrpo.harness.resume",
     "botgrpo.trl.presets",
     "botgrpo.tasks.reward",
 ]

@@ -80,6 +80,15 @@ def _stopped_after_a_checkpoint(run_dir: Path, method: str = "bot") -> None:
     assert not (run_dir / "done.json").exists(), "the run ended before it was stopped"
 
 
+def _settings(spec: RunSpec) -> dict:
+    """The settings a run of ``spec`` records (the task's defaults filled in, as a run does)."""
+    from botgrpo.harness.config import resolve_task_defaults
+    from botgrpo.tasks import load_task
+
+    resolve_task_defaults(spec.config, load_task(spec.config.task))
+    return run_settings(spec)
+
+
 def _computed(records: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if k not in CLOCK} for r in records if r["kind"] != "cost"]
 
@@ -92,7 +101,7 @@ def test_a_killed_run_resumes_to_the_records_of_an_uninterrupted_one(tmp_path):
     stopped = tmp_path / "stopped" / "bot-lr0.0005-s0"
     stopped.parent.mkdir()
     _stopped_after_a_checkpoint(stopped)
-    point = resume_point(stopped, run_settings(_spec(stopped)))
+    point = resume_point(stopped, _settings(_spec(stopped)))
     assert point is not None and point[1] >= 2
     execute_run(_spec(stopped))
     done = json.loads((stopped / "done.json").read_text())
@@ -111,28 +120,57 @@ def test_a_killed_run_resumes_to_the_records_of_an_uninterrupted_one(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_checkpoint_of_other_settings_or_without_its_reference_is_not_resumed(tmp_path):
+def test_a_checkpoint_of_other_settings_or_cut_short_is_not_resumed(tmp_path, capfd):
     run_dir = tmp_path / "runs" / "bot-lr0.0005-s0"
     run_dir.parent.mkdir()
     _stopped_after_a_checkpoint(run_dir)
     spec = _spec(run_dir)
-    assert resume_point(run_dir, run_settings(spec)) is not None
+    assert resume_point(run_dir, _settings(spec)) is not None
     # other settings (a changed reward weight): the checkpoint is not this run's
-    assert resume_point(run_dir, run_settings(_spec(run_dir, w_s=0.25))) is None
-    # without its drift reference, or with the last checkpoint cut short: start over
+    assert resume_point(run_dir, _settings(_spec(run_dir, w_s=0.25))) is None
+    # without its drift reference: start over
     reference = run_dir / "trainer" / "drift_reference.pt"
     reference.rename(reference.with_suffix(".moved"))
-    assert resume_point(run_dir, run_settings(spec)) is None
+    assert resume_point(run_dir, _settings(spec)) is None
     reference.with_suffix(".moved").rename(reference)
-    for folder in (run_dir / "trainer").glob("checkpoint-*"):
-        (folder / "trainer_state.json").unlink()
-    assert resume_point(run_dir, run_settings(spec)) is None
-    # with checkpoint_every 0 the stopped run starts over: its records begin again at step 0
-    execute_run(_spec(run_dir, checkpoint_every=0))
+    # every checkpoint's optimizer state cut short (a machine lost mid-write): start over, and
+    # say why
+    for optimizer in (run_dir / "trainer").glob("checkpoint-*/optimizer.pt"):
+        data = optimizer.read_bytes()
+        optimizer.write_bytes(data[: len(data) // 2])
+    assert resume_point(run_dir, _settings(spec)) is None
+    capfd.readouterr()
+    execute_run(spec)
+    assert (
+        "its checkpoint is incomplete or unreadable; the run starts over" in capfd.readouterr().err
+    )
     done = json.loads((run_dir / "done.json").read_text())
     assert "resumed_at_steps" not in done
     steps = [r["step"] for r in read_records(run_dir) if r["kind"] == "eval"]
     assert steps == [0, 2, 4, 6, 8]
+
+
+def test_runs_whose_state_a_checkpoint_does_not_hold_never_save_one():
+    from botgrpo.harness.runner import _checkpointing
+    from botgrpo.tasks import load_task
+    from botgrpo.tasks.noise import with_verdict_noise
+
+    chain = load_task("chain")
+    spec = _spec(Path("unused") / "run")
+    assert _checkpointing(spec, chain) == {
+        "save_strategy": "steps",
+        "save_steps": 2,
+        "save_total_limit": 1,
+    }
+    assert (
+        _checkpointing(_spec(Path("unused") / "run", method="ppo"), chain)["save_strategy"] == "no"
+    )
+    running = with_verdict_noise(chain, "0.2:random")  # odds from a running count of verdicts
+    assert _checkpointing(spec, running)["save_strategy"] == "no"
+    assert _checkpointing(spec, with_verdict_noise(chain, "0.2:flip"))["save_strategy"] == "steps"
+    assert _checkpointing(_spec(Path("unused") / "run", checkpoint_every=0), chain) == {
+        "save_strategy": "no"
+    }
 
 
 def test_checkpoint_every_must_be_a_multiple_of_eval_every():

@@ -180,8 +180,9 @@ class CompareConfig:
     this many steps, a multiple of eval_every, right after that step's evaluation (one
     checkpoint kept per run, under RUN/trainer, removed when the run finishes): a run that is
     stopped part-way then resumes from its last checkpoint with the same results instead of
-    starting over (docs/compare.md). 0 = never: a stopped run starts over. Not for ppo (its
-    critic is not checkpointed)."""
+    starting over (docs/compare.md). 0 = never: a stopped run starts over. ppo's runs and
+    those with random verdict noise never save one (a checkpoint does not hold their critic or
+    running verdict counts)."""
     workers: int = 2
     """Runs in parallel (one CPU thread each)."""
     progress: bool = True

@@ -17,17 +17,27 @@ from __future__ import annotations
 
 import json
 import time
+import zipfile
 from pathlib import Path
 
 from botgrpo.folders import atomic_write_text
 
 #: What transformers writes into a checkpoint folder that resuming needs (trainer_state.json
 #: last: a folder without it was cut short).
-CHECKPOINT_FILES = ("trainer_state.json", "optimizer.pt", "scheduler.pt")
+CHECKPOINT_FILES = ("trainer_state.json", "optimizer.pt", "scheduler.pt", "rng_state.pth")
+#: The weights, one of these (a full model's or a LoRA adapter's).
+WEIGHT_FILES = (
+    "model.safetensors",
+    "adapter_model.safetensors",
+    "pytorch_model.bin",
+    "adapter_model.bin",
+)
 #: The run's settings at its start (a checkpoint resumes only under the same ones).
 STARTED_FILE = "started.json"
 #: The steps a run was resumed at (done.json's ``resumed_at_steps`` once it finishes).
 RESUMED_FILE = "resumed.json"
+#: The peak memory of the run's segments so far, beside its checkpoints.
+PEAK_FILE = "peak_memory.json"
 #: The weight-drift reference: the trained parameters' starting values, and the norm of all.
 DRIFT_REFERENCE = "drift_reference.pt"
 
@@ -63,16 +73,42 @@ def read_records(run_dir: Path) -> list[dict]:
     return out
 
 
-def _complete(folder: Path) -> bool:
-    if not all((folder / name).is_file() for name in CHECKPOINT_FILES):
+def _readable(path: Path) -> bool:
+    """Whether a torch (zip) or safetensors file is whole: its index at the end is readable
+    (a file cut short by a lost machine is not), without reading its tensors."""
+    if path.suffix == ".safetensors":
+        from safetensors import safe_open
+
+        try:
+            with safe_open(str(path), framework="pt"):
+                return True
+        except Exception:  # safetensors raises its own error types on a cut file
+            return False
+    try:
+        with zipfile.ZipFile(path):
+            return True
+    except (OSError, zipfile.BadZipFile):
         return False
-    if not any(folder.glob("*.safetensors")) and not any(folder.glob("*.bin")):
+
+
+def _complete(folder: Path) -> bool:
+    weights = [folder / name for name in WEIGHT_FILES if (folder / name).is_file()]
+    if not weights or not all((folder / name).is_file() for name in CHECKPOINT_FILES):
         return False
     try:
         json.loads((folder / "trainer_state.json").read_text())
     except (OSError, ValueError):
         return False
-    return True
+    torch_files = [folder / n for n in CHECKPOINT_FILES if n.endswith((".pt", ".pth"))]
+    return all(_readable(path) for path in [*weights, *torch_files])
+
+
+def started_settings(run_dir: Path) -> dict | None:
+    """The settings the run started with (its ``started.json``); None without one."""
+    try:
+        return json.loads((Path(run_dir) / STARTED_FILE).read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def resume_point(run_dir: Path, settings: dict) -> tuple[Path, int] | None:
@@ -80,11 +116,10 @@ def resume_point(run_dir: Path, settings: dict) -> tuple[Path, int] | None:
     checkpoint whose step has its evaluation recorded, when the run started with ``settings``
     and its drift reference is there; None = start over."""
     run_dir = Path(run_dir)
-    try:
-        started = json.loads((run_dir / STARTED_FILE).read_text())
-    except (OSError, ValueError):
-        return None
-    if started != settings or not (trainer_folder(run_dir) / DRIFT_REFERENCE).is_file():
+    if (
+        started_settings(run_dir) != settings
+        or not (trainer_folder(run_dir) / DRIFT_REFERENCE).is_file()
+    ):
         return None
     evaluated = _eval_steps(run_dir)
     found = []
@@ -109,6 +144,24 @@ def keep_records_to(run_dir: Path, step: int) -> float:
     return float(at[-1].get("elapsed_seconds", 0.0)) if at else 0.0
 
 
+def keep_peak_memory(run_dir: Path, peak: dict[str, float]) -> dict[str, float]:
+    """The highest of ``peak`` and the peaks kept by the run's earlier segments (beside its
+    checkpoints), kept for the next segment and returned."""
+    path = trainer_folder(run_dir) / PEAK_FILE
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    kept = kept if isinstance(kept, dict) else {}
+    merged = {}
+    for key, value in peak.items():
+        earlier = kept.get(key)
+        merged[key] = max(float(value), float(earlier) if isinstance(earlier, int | float) else 0.0)
+    if path.parent.is_dir():
+        atomic_write_text(path, json.dumps(merged))
+    return merged
+
+
 class RunClock:
     """A run's wall time across resumes: ``before`` seconds from earlier segments plus this
     one's, counted from :meth:`begin` (or construction)."""
@@ -130,7 +183,18 @@ class DriftReference:
 
     Only trained parameters can move, so only theirs are kept (a LoRA run keeps its adapters,
     not the base model); the norm is over all of them. ``save``/``load`` carry it across a
-    resume."""
+    resume.
+
+    >>> import torch
+    >>> m = torch.nn.Linear(2, 1, bias=False)
+    >>> with torch.no_grad():
+    ...     _ = m.weight.copy_(torch.tensor([[3.0, 4.0]]))
+    >>> start = DriftReference(m)
+    >>> with torch.no_grad():
+    ...     _ = m.weight.add_(torch.tensor([[0.0, 0.5]]))
+    >>> start.drift(m)
+    0.1
+    """
 
     def __init__(self, model):
         import torch

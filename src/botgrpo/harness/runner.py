@@ -12,6 +12,7 @@ import functools
 import json
 import os
 import shutil
+import sys
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -24,9 +25,11 @@ from botgrpo.harness.resume import (
     STARTED_FILE,
     DriftReference,
     RunClock,
+    keep_peak_memory,
     keep_records_to,
     read_records,
     resume_point,
+    started_settings,
     trainer_folder,
     write_started,
 )
@@ -257,6 +260,9 @@ def _recorder(spec: RunSpec, task, eval_examples, solved_sink: list[float], cloc
             if state.global_step % cfg.eval_every == 0 or state.global_step == cfg.steps:
                 self._evaluate(model, state.global_step)
 
+        def on_save(self, args, state, control, **kwargs):
+            keep_peak_memory(out, peak_memory())  # a resumed run's cost spans its segments
+
     return Recorder()
 
 
@@ -302,7 +308,7 @@ def _quiet_worker() -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
 
 
-def _trainer_config(spec: RunSpec, out: Path):
+def _trainer_config(spec: RunSpec, out: Path, saves: dict | None = None):
     from botgrpo.trl import BoTGRPOConfig
 
     cfg = spec.config
@@ -326,7 +332,7 @@ def _trainer_config(spec: RunSpec, out: Path):
         use_cpu=True,
         bf16=False,
         logging_steps=1,
-        **_checkpointing(spec),
+        **(saves or {"save_strategy": "no"}),
         report_to=[],
         disable_tqdm=True,
         dataloader_num_workers=0,
@@ -335,13 +341,37 @@ def _trainer_config(spec: RunSpec, out: Path):
     )
 
 
-def _checkpointing(spec: RunSpec) -> dict:
-    """The Trainer's save options: the last checkpoint every ``checkpoint_every`` steps (not
-    for ppo, whose critic a checkpoint does not hold), or none."""
+def _checkpointing(spec: RunSpec, judged) -> dict:
+    """The Trainer's save options: the last checkpoint every ``checkpoint_every`` steps, or
+    none where a checkpoint would not hold the run's whole state: ppo's critic, and verdict
+    noise of kind random without a fixed share (its odds follow a running count of the verdicts
+    judged so far). A resume is exact with the harness's one generation per step and one epoch
+    of problems (TRL's generation buffer is not checkpointed)."""
     every = spec.config.checkpoint_every
-    if not every or spec.method == "ppo":
+    from botgrpo.tasks.noise import NoisyVerdicts
+
+    running = (
+        isinstance(judged, NoisyVerdicts) and judged.noise.kind == "random" and judged.share is None
+    )
+    if not every or spec.method == "ppo" or running:
         return {"save_strategy": "no"}
     return {"save_strategy": "steps", "save_steps": every, "save_total_limit": 1}
+
+
+def _resume_point(out: Path, settings: dict, label: str):
+    """:func:`~botgrpo.harness.resume.resume_point`, saying on stderr why a checkpoint that is
+    there is not taken (the run then starts over)."""
+    point = resume_point(out, settings)
+    if point is None and any(trainer_folder(out).glob("checkpoint-*")):
+        why = (
+            "was made with other settings"
+            if started_settings(out) not in (None, settings)
+            else "is incomplete or unreadable"
+        )
+        print(
+            f"botgrpo compare: {label}: its checkpoint {why}; the run starts over", file=sys.stderr
+        )
+    return point
 
 
 def _peft_config(cfg, model_path: str):
@@ -396,7 +426,8 @@ def peak_memory() -> dict[str, float]:
 
 def _write_cost(spec: RunSpec, out: Path, seconds: float) -> None:
     """The run's cost record: training seconds (evaluations excluded) per optimizer step and
-    the peak memory of the training process (of its last segment, when it was resumed)."""
+    the peak memory of the training process (the highest of its segments' when it was
+    resumed). Checkpoint saves count as training time."""
     records = read_records(out)
     eval_seconds = sum(r.get("eval_seconds", 0.0) for r in records if r.get("kind") == "eval")
     train_seconds = max(seconds - eval_seconds, 0.0)
@@ -408,7 +439,7 @@ def _write_cost(spec: RunSpec, out: Path, seconds: float) -> None:
         "step": spec.config.steps,
         "train_seconds": train_seconds,
         "seconds_per_step": train_seconds / spec.config.steps,
-        **peak_memory(),
+        **keep_peak_memory(out, peak_memory()),
     }
     with (out / "metrics.jsonl").open("a") as handle:
         handle.write(json.dumps(record) + "\n")
@@ -442,8 +473,14 @@ def execute_run(spec: RunSpec) -> str:
     out = Path(spec.run_dir)
     if out.is_symlink() or out.resolve().parent != out.parent.resolve():
         raise ValueError(f"run folder {out} is a link; botgrpo deletes only folders it made")
+    judged = with_verdict_noise(load_task(cfg.task), cfg.verdict_noise)  # the training reward's
+    if _reads_verdicts(spec.method):
+        judged = with_step_verifier(judged, cfg.step_verifier)
+    task = clean_task(judged)  # evaluations read clean verdicts
+    resolve_task_defaults(cfg, task)  # compare() has; a RunSpec made by hand may not
     settings = run_settings(spec)
-    point = resume_point(out, settings) if _checkpointing(spec)["save_strategy"] != "no" else None
+    saves = _checkpointing(spec, judged)
+    point = _resume_point(out, settings, spec.label) if saves["save_strategy"] != "no" else None
     if point is None:
         shutil.rmtree(out, ignore_errors=True)  # an unfinished run restarts from scratch
         out.mkdir(parents=True)
@@ -454,11 +491,6 @@ def execute_run(spec: RunSpec) -> str:
         resumed = sorted({*_resumed_from(out), point[1]})
         atomic_write_text(out / RESUMED_FILE, json.dumps(resumed))
     mark_folder(out, "run", f"botgrpo compare: {spec.label}")
-    judged = with_verdict_noise(load_task(cfg.task), cfg.verdict_noise)  # the training reward's
-    if _reads_verdicts(spec.method):
-        judged = with_step_verifier(judged, cfg.step_verifier)
-    task = clean_task(judged)  # evaluations read clean verdicts
-    resolve_task_defaults(cfg, task)  # compare() has; a RunSpec made by hand may not
     eval_examples = held_out_examples(task, cfg.eval_problems, spec.stream)
     held = held_out_prompts(task, cfg.eval_problems)
     n_train = cfg.steps * cfg.prompts_per_step
@@ -472,7 +504,7 @@ def execute_run(spec: RunSpec) -> str:
     trainer = BoTGRPOTrainer(
         model=spec.model_path,
         reward_funcs=[_counting_solved(task_reward(judged, tokenizer), solved)],
-        args=_trainer_config(spec, out),
+        args=_trainer_config(spec, out, saves),
         train_dataset=train,
         processing_class=tokenizer,
         callbacks=[_recorder(spec, task, eval_examples, solved, clock)],
@@ -487,11 +519,11 @@ def execute_run(spec: RunSpec) -> str:
     clock.begin()
     trainer.train(resume_from_checkpoint=str(point[0]) if point else None)
     _write_cost(spec, out, clock.elapsed())
-    shutil.rmtree(trainer_folder(out), ignore_errors=True)
     done = {"seconds": clock.elapsed(), "settings": settings}
     if _resumed_from(out):
         done["resumed_at_steps"] = _resumed_from(out)
-    atomic_write_text(out / "done.json", json.dumps(done))  # last: the run is finished
+    atomic_write_text(out / "done.json", json.dumps(done))  # the run is finished
+    shutil.rmtree(trainer_folder(out), ignore_errors=True)  # then its checkpoint goes
     for name in (STARTED_FILE, RESUMED_FILE):
         (out / name).unlink(missing_ok=True)
     return spec.label

@@ -133,6 +133,20 @@ def resume_point(run_dir: Path, settings: dict) -> tuple[Path, int] | None:
     return folder, step
 
 
+def resumed_steps(run_dir: Path) -> list[int]:
+    """The steps an unfinished run was resumed at so far (its ``resumed.json``)."""
+    try:
+        return [int(x) for x in json.loads((Path(run_dir) / RESUMED_FILE).read_text())]
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def note_resumed(run_dir: Path, step: int) -> None:
+    """Add ``step`` to the steps the run was resumed at."""
+    steps = sorted({*resumed_steps(run_dir), int(step)})
+    atomic_write_text(Path(run_dir) / RESUMED_FILE, json.dumps(steps))
+
+
 def keep_records_to(run_dir: Path, step: int) -> float:
     """Drop the records written after ``step`` (they are trained again) and return the run's
     elapsed seconds at that step's evaluation."""

@@ -27,8 +27,10 @@ from botgrpo.harness.resume import (
     RunClock,
     keep_peak_memory,
     keep_records_to,
+    note_resumed,
     read_records,
     resume_point,
+    resumed_steps,
     started_settings,
     trainer_folder,
     write_started,
@@ -445,14 +447,6 @@ def _write_cost(spec: RunSpec, out: Path, seconds: float) -> None:
         handle.write(json.dumps(record) + "\n")
 
 
-def _resumed_from(out: Path) -> list[int]:
-    """The steps an unfinished run was resumed at so far (its ``resumed.json``)."""
-    try:
-        return [int(x) for x in json.loads((out / RESUMED_FILE).read_text())]
-    except (OSError, ValueError, TypeError):
-        return []
-
-
 def execute_run(spec: RunSpec) -> str:
     """Train and evaluate one run in this process; returns its label."""
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -488,8 +482,7 @@ def execute_run(spec: RunSpec) -> str:
         clock = RunClock()
     else:
         clock = RunClock(before=keep_records_to(out, point[1]))
-        resumed = sorted({*_resumed_from(out), point[1]})
-        atomic_write_text(out / RESUMED_FILE, json.dumps(resumed))
+        note_resumed(out, point[1])
     mark_folder(out, "run", f"botgrpo compare: {spec.label}")
     eval_examples = held_out_examples(task, cfg.eval_problems, spec.stream)
     held = held_out_prompts(task, cfg.eval_problems)
@@ -520,8 +513,8 @@ def execute_run(spec: RunSpec) -> str:
     trainer.train(resume_from_checkpoint=str(point[0]) if point else None)
     _write_cost(spec, out, clock.elapsed())
     done = {"seconds": clock.elapsed(), "settings": settings}
-    if _resumed_from(out):
-        done["resumed_at_steps"] = _resumed_from(out)
+    if resumed_steps(out):
+        done["resumed_at_steps"] = resumed_steps(out)
     atomic_write_text(out / "done.json", json.dumps(done))  # the run is finished
     shutil.rmtree(trainer_folder(out), ignore_errors=True)  # then its checkpoint goes
     for name in (STARTED_FILE, RESUMED_FILE):

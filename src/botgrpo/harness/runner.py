@@ -513,8 +513,9 @@ def execute_run(spec: RunSpec) -> str:
     trainer.train(resume_from_checkpoint=str(point[0]) if point else None)
     _write_cost(spec, out, clock.elapsed())
     done = {"seconds": clock.elapsed(), "settings": settings}
-    if resumed_steps(out):
-        done["resumed_at_steps"] = resumed_steps(out)
+    resumed = resumed_steps(out)
+    if resumed:
+        done["resumed_at_steps"] = resumed
     atomic_write_text(out / "done.json", json.dumps(done))  # the run is finished
     shutil.rmtree(trainer_folder(out), ignore_errors=True)  # then its checkpoint goes
     for name in (STARTED_FILE, RESUMED_FILE):

@@ -30,6 +30,17 @@ def test_quiet_progress_is_silent_while_bars_show_and_between_intervals(capsys):
     assert "5/10 steps (50%)" in capsys.readouterr().err
 
 
+def test_steps_resumed_from_checkpoints_count_as_done_but_not_toward_the_pace(capsys):
+    progress = QuietProgress("regime: 4 runs", 200, interval_s=0.0, initial=60)
+    progress.note("starting")
+    line = capsys.readouterr().err
+    assert "60/200 steps (30%)" in line and ", ETA " not in line  # no pace to tell yet
+    progress.start -= 40.0  # 10 steps made in 40 s, 130 left: 520 s
+    progress.update(70)
+    line = capsys.readouterr().err
+    assert "70/200 steps (35%)" in line and ", ETA 8m40s" in line
+
+
 def test_durations_read_as_a_person_writes_them():
     assert [format_duration(s) for s in (4.4, 65, 3725)] == ["4s", "1m05s", "1h02m"]
 

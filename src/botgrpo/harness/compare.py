@@ -34,7 +34,15 @@ from botgrpo.folders import (
 from botgrpo.harness.config import CompareConfig, resolve_task_defaults, task_value
 from botgrpo.harness.evaluate import held_out_prompts
 from botgrpo.harness.progress import QuietProgress
-from botgrpo.harness.runner import RunSpec, execute_run, is_done, read_progress, run_label
+from botgrpo.harness.resume import resume_point
+from botgrpo.harness.runner import (
+    RunSpec,
+    execute_run,
+    is_done,
+    read_progress,
+    run_label,
+    run_settings,
+)
 from botgrpo.harness.warmstart import WarmStartConfig, warm_start, warm_start_path
 from botgrpo.tasks.vocabulary import check_tiny_vocabulary
 
@@ -44,6 +52,12 @@ def _progress_of(spec: RunSpec) -> tuple[int, str]:
     if (Path(spec.run_dir) / "done.json").exists():  # settings were checked before the runs
         return spec.config.steps, "done"
     return read_progress(Path(spec.run_dir))
+
+
+def _resumes_at(spec: RunSpec) -> int:
+    """The step an unfinished run goes on from: its resume point's, else 0 (from the start)."""
+    point = resume_point(Path(spec.run_dir), run_settings(spec))
+    return point[1] if point else 0
 
 
 def _phases(todo: list[RunSpec], progress: dict[str, tuple[int, str]]) -> str:
@@ -84,9 +98,13 @@ def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> No
     if not todo:
         return
     total = sum(s.config.steps for s in todo)
-    bar = tqdm(total=total, desc=desc, unit="step", disable=not progress)
-    quiet = QuietProgress(desc, total, enabled=not progress)
-    quiet.note(f"{len(todo)} runs to go, {workers} at a time")
+    resumed = sum(_resumes_at(s) for s in todo)  # done before: not part of the pace
+    bar = tqdm(total=total, initial=resumed, desc=desc, unit="step", disable=not progress)
+    quiet = QuietProgress(desc, total, enabled=not progress, initial=resumed)
+    quiet.note(
+        f"{len(todo)} runs to go, {workers} at a time"
+        + (f", {resumed} steps resumed from checkpoints" if resumed else "")
+    )
     os.environ["OMP_NUM_THREADS"] = "1"
     ctx = multiprocessing.get_context("spawn")
     # a fresh process per run: its peak memory is its own, not left over from an earlier run

@@ -2,7 +2,9 @@
 
 ``botgrpo compare --progress false`` (a log file, a batch job) still says where it is: every
 ``interval_s`` seconds, and whenever :meth:`QuietProgress.note` is called (a run finished), a
-line ``LABEL: DONE/TOTAL steps (P%), elapsed 3m10s, ETA 5m02s[, detail]``.
+line ``LABEL: DONE/TOTAL steps (P%), elapsed 3m10s, ETA 5m02s[, detail]``. Steps done before
+the command began (runs resumed from their checkpoints) count as done but not toward the pace:
+the ETA is the steps left at the pace of the steps made since.
 """
 
 from __future__ import annotations
@@ -29,14 +31,21 @@ class QuietProgress:
         total: steps in all.
         enabled: False makes every call a no-op (the progress bar is showing instead).
         interval_s: seconds between lines.
+        initial: steps already done when the command began (resumed runs).
     """
 
     def __init__(
-        self, label: str, total: int, *, enabled: bool = True, interval_s: float = 60.0
+        self,
+        label: str,
+        total: int,
+        *,
+        enabled: bool = True,
+        interval_s: float = 60.0,
+        initial: int = 0,
     ) -> None:
         self.label, self.total, self.enabled, self.interval_s = label, total, enabled, interval_s
         self.start = self.last = time.monotonic()
-        self.done = 0
+        self.initial = self.done = initial
 
     def update(self, done: int, detail: str = "") -> None:
         """Record ``done`` steps; print a line when ``interval_s`` has passed since the last."""
@@ -52,7 +61,9 @@ class QuietProgress:
         self.last = now
         elapsed = now - self.start
         share = self.done / self.total if self.total else 1.0
-        eta = f", ETA {format_duration(elapsed * (1 - share) / share)}" if share > 0 else ""
+        made = self.done - self.initial
+        left = max(0, self.total - self.done)
+        eta = f", ETA {format_duration(elapsed * left / made)}" if made > 0 else ""
         tail = f", {detail}" if detail else ""
         print(
             f"{self.label}: {self.done}/{self.total} steps ({100 * share:.0f}%), elapsed "

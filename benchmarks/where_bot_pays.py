@@ -293,6 +293,43 @@ def recorded_first_step(setting_id: str) -> dict | None:
     }
 
 
+def _separation(pays: list[dict], ties: list[dict]) -> dict:
+    """The starting solve rate's thresholds (BoT paid at or below ``pays_up_to_solved``, tied
+    at or above ``ties_from_solved``) and which of the two step-0 figures separate the settings
+    where BoT paid from those where it tied (``separating``): a figure whose ranges overlap
+    cannot tell them apart, and the settings that overlap are named (``overlap_basis``)."""
+
+    def value(r, name):
+        return r["predictors"][name]["value"]
+
+    out: dict = {
+        "pays_up_to_solved": math.ceil(max(value(r, "solved") for r in pays) * 100) / 100,
+        "ties_from_solved": math.floor(min(value(r, "solved") for r in ties) * 100) / 100,
+        "separating": [],
+        "overlap_basis": {},
+    }
+    # silent groups: more of them where BoT pays; starting solve rate: lower where BoT pays
+    for name, pay_side in (("grpo_no_signal", 1), ("solved", -1)):
+        edge_pay = min(pay_side * value(r, name) for r in pays)
+        edge_tie = max(pay_side * value(r, name) for r in ties)
+        if edge_pay > edge_tie:
+            out["separating"].append(name)
+            continue
+        out["overlap_basis"][name] = sorted(
+            [
+                f"{r['id']} paid at {value(r, name):.2f}"
+                for r in pays
+                if pay_side * value(r, name) <= edge_tie
+            ]
+            + [
+                f"{r['id']} tied at {value(r, name):.2f}"
+                for r in ties
+                if pay_side * value(r, name) >= edge_pay
+            ]
+        )
+    return out
+
+
 def derive_rule(rows: list[dict]) -> dict:
     """The rule's thresholds from the measured settings (each clause lists its basis)."""
     exact = [r for r in rows if r["predictors"]["verdict_accuracy"] == 1.0 and r["w_s"] > 0]
@@ -315,6 +352,8 @@ def derive_rule(rows: list[dict]) -> dict:
     if ties:
         rule["ties_below_no_signal"] = math.ceil(max(no_signal(r) for r in ties) * 100) / 100
         rule["ties_basis"] = [f"{r['id']} {r['speedup']['ratio']:.2f}x" for r in ties]
+    if pays and ties:
+        rule.update(_separation(pays, ties))
     if kept:
         lowest = min(r["predictors"]["verdict_accuracy"] for r in kept)
         rule["min_accuracy"] = math.floor(lowest * 100) / 100

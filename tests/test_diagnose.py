@@ -201,6 +201,53 @@ def test_the_advice_on_fixed_figures(figures, expected, nearest_id):
     assert advise(figures, {"settings": [], "rule": {}})["try"] == "unknown"
 
 
+#: A map where the silent share overlaps (a setting that paid at 0.48 silent, one that tied at
+#: 0.50) and only the starting solve rate separates them.
+SOLVE_MAP = {
+    **MAP,
+    "rule": {
+        **MAP["rule"],
+        "pays_from_no_signal": 0.48,
+        "ties_below_no_signal": 0.5,
+        "pays_up_to_solved": 0.08,
+        "ties_from_solved": 0.18,
+        "separating": ["solved"],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("rule", "figures", "expected", "says"),
+    [
+        (
+            SOLVE_MAP["rule"],
+            diagnosis(0.49, 0.04, solved=0.0, verdicts={"right_in_failed": 0.9}),
+            "bot",
+            "0% of rollouts solve",
+        ),
+        (SOLVE_MAP["rule"], diagnosis(0.49, 0.04, solved=0.2), "grpo or dapo (bot ties)", "20%"),
+        (SOLVE_MAP["rule"], diagnosis(0.9, 0.04, solved=0.12), "bot (a smaller gain likely)", ""),
+        # both figures separate and disagree: in between, never a confident call
+        (
+            {**SOLVE_MAP["rule"], "separating": ["grpo_no_signal", "solved"]},
+            diagnosis(0.3, 0.04, solved=0.02),
+            "bot (a smaller gain likely)",
+            "between",
+        ),
+        (
+            {**SOLVE_MAP["rule"], "separating": ["grpo_no_signal", "solved"]},
+            diagnosis(0.9, 0.04, solved=0.02),
+            "bot",
+            "90% of GRPO's groups carry no signal at step 0 and 2% of rollouts solve",
+        ),
+    ],
+)
+def test_the_advice_follows_the_figures_the_map_found_separating(rule, figures, expected, says):
+    advice = advise(figures, {**MAP, "rule": rule})
+    assert advice["try"] == expected
+    assert says in " ".join(advice["why"])
+
+
 @pytest.mark.parametrize(("steps_right", "cautioned"), [(0.23, True), (0.49, True), (0.5, False)])
 @pytest.mark.parametrize("no_signal", [0.75, 0.02])
 def test_mostly_wrong_steps_carry_a_caution_whatever_the_choice(no_signal, steps_right, cautioned):

@@ -59,6 +59,9 @@ def test_the_map_from_a_few_stored_records(tmp_path):
     rule = data["rule"]
     assert rule["pays_from_no_signal"] == 0.73 and "chain-4-16 1.69x" in rule["pays_basis"]
     assert rule["ties_below_no_signal"] == 0.5  # chain 4-7, the most silent tie on this set
+    # the starting solve rate: paid at 7% solved (chain 4-16), tied from 18% (chain 4-7, react)
+    assert (rule["pays_up_to_solved"], rule["ties_from_solved"]) == (0.08, 0.17)
+    assert rule["separating"] == ["grpo_no_signal", "solved"] and rule["overlap_basis"] == {}
     assert rule["min_accuracy"] == 0.78  # 20% flipped (79% right) still kept the lead over the run
     assert all(c["agrees"] for c in data["advice_check"])
     react = next(s for s in data["settings"] if s["id"] == "react")
@@ -74,3 +77,30 @@ def test_the_shipped_map_is_the_docs_map():
     shipped = ROOT / "src" / "botgrpo" / "harness" / "where_bot_pays.json"
     docs = ROOT / "docs" / "results" / "where-bot-pays.json"
     assert json.loads(shipped.read_text()) == json.loads(docs.read_text())
+
+
+def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
+    script = load_script()
+
+    def row(sid, no_signal, solved, low):
+        return {
+            "id": sid,
+            "w_s": 0.5,
+            "speedup": {"ratio": low + 0.2, "low": low, "high": low + 0.4},
+            "auc_diff": {"mean": 0.0, "low": -0.01, "high": 0.01},
+            "predictors": {
+                "grpo_no_signal": {"value": no_signal},
+                "solved": {"value": solved},
+                "local_share": {"value": 0.04},
+                "verdict_accuracy": 1.0,
+                "false_alarm": 0.0,
+            },
+        }
+
+    rule = script.derive_rule(
+        [row("pages", 0.48, 0.0, 1.2), row("rare", 0.89, 0.02, 1.4), row("short", 0.5, 0.18, 0.9)]
+    )
+    assert rule["pays_from_no_signal"] == 0.48 and rule["ties_below_no_signal"] == 0.5
+    assert rule["separating"] == ["solved"]
+    assert rule["overlap_basis"] == {"grpo_no_signal": ["pages paid at 0.48", "short tied at 0.50"]}
+    assert (rule["pays_up_to_solved"], rule["ties_from_solved"]) == (0.02, 0.18)

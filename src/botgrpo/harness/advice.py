@@ -72,6 +72,64 @@ def nearest(
     return sorted(scored, key=lambda s: s["distance"])[:n]
 
 
+def _votes(rule: dict, no_signal: float, solved: float | None) -> dict[str, str]:
+    """What each step-0 figure the map found separating says: ``pays``, ``ties`` or ``between``
+    (a map without ``separating`` predates the solve-rate clause: the silent share alone)."""
+    votes = {}
+    for name in rule.get("separating", ["grpo_no_signal"]):
+        if name == "grpo_no_signal":
+            pays = no_signal >= rule.get("pays_from_no_signal", 0.4)
+            ties = no_signal <= rule.get("ties_below_no_signal", 0.15)
+        elif name == "solved" and solved is not None:
+            pays = solved <= rule["pays_up_to_solved"]
+            ties = solved >= rule["ties_from_solved"]
+        else:
+            continue
+        votes[name] = "pays" if pays else "ties" if ties else "between"
+    return votes
+
+
+def _pays_or_ties(
+    rule: dict, no_signal: float, solved: float | None, share: float, bot_none: float
+) -> tuple[str, str]:
+    """bot / grpo or dapo / in between, from the figures that separated the measured settings
+    where BoT paid from those where it tied, and why."""
+    votes = _votes(rule, no_signal, solved)
+    said = {
+        ("grpo_no_signal", "pays"): f"{no_signal:.0%} of GRPO's groups carry no signal at step 0",
+        ("solved", "pays"): f"{solved or 0:.0%} of rollouts solve their problem at step 0",
+        ("grpo_no_signal", "ties"): f"GRPO already has a signal in {1 - no_signal:.0%} of its "
+        "groups",
+        ("solved", "ties"): f"{solved or 0:.0%} of rollouts already solve their problem",
+    }
+    pays = [said[n, v] for n, v in votes.items() if v == "pays"]
+    ties = [said[n, v] for n, v in votes.items() if v == "ties"]
+    if (
+        pays
+        and not ties
+        and share >= rule.get("pays_from_local_share", 0.05)
+        and bot_none < no_signal
+    ):
+        return "bot", (
+            " and ".join(pays) + f", while BoT's local signal ({share:.0%} of its reward) still "
+            "ranks rollouts there: where that held, BoT reached the half-way level sooner ("
+            + ", ".join(rule.get("pays_basis", []))
+            + ")"
+        )
+    if ties and not pays:
+        return "grpo or dapo (bot ties)", (
+            " and ".join(ties)
+            + ": there BoT and GRPO learned at the same speed ("
+            + ", ".join(rule.get("ties_basis", []))
+            + "); BoT costs nothing extra, but expect no speedup"
+        )
+    return "bot (a smaller gain likely)", (
+        f"{no_signal:.0%} of GRPO's groups carry no signal and {solved or 0:.0%} of rollouts "
+        "solve their problem: between the settings where BoT tied and where it led; measured "
+        "settings nearby are listed below"
+    )
+
+
 def advise(result: dict, data: dict | None = None) -> dict:
     """The recommendation for a diagnosis: what to try, why, and the nearest measured settings
     with their speedups and intervals."""
@@ -130,30 +188,9 @@ def advise(result: dict, data: dict | None = None) -> dict:
             + ", ".join(rule.get("noisy_w_s_basis", []))
             + ")"
         )
-    elif (
-        no_signal >= rule.get("pays_from_no_signal", 0.4)
-        and share >= rule.get("pays_from_local_share", 0.05)
-        and bot_none < no_signal
-    ):
-        choice = "bot"
-        why.append(
-            f"{no_signal:.0%} of GRPO's groups carry no signal at step 0 while BoT's local "
-            f"signal ({share:.0%} of its reward) still ranks rollouts there: where that held, "
-            "BoT reached the half-way level sooner (" + ", ".join(rule.get("pays_basis", [])) + ")"
-        )
-    elif no_signal <= rule.get("ties_below_no_signal", 0.15):
-        choice = "grpo or dapo (bot ties)"
-        why.append(
-            f"GRPO already has a signal in {1 - no_signal:.0%} of its groups: there BoT and GRPO "
-            "learned at the same speed (" + ", ".join(rule.get("ties_basis", [])) + "); BoT costs "
-            "nothing extra, but expect no speedup"
-        )
     else:
-        choice = "bot (a smaller gain likely)"
-        why.append(
-            f"{no_signal:.0%} of GRPO's groups carry no signal: between the settings where BoT "
-            "tied and where it led; measured settings nearby are listed below"
-        )
+        choice, reason = _pays_or_ties(rule, no_signal, solved, share, bot_none)
+        why.append(reason)
     steps_right = verdicts.get("steps_right")
     if steps_right is not None and steps_right < MOSTLY_WRONG and choice != "warm start first":
         why.append(

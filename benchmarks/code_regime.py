@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import itertools
 import json
 import os
 import pickle
@@ -199,6 +200,16 @@ def _train_records(root: Path, method: str, key: str, step: int | None = None) -
     ]
 
 
+def held_level(values) -> float:
+    """The highest level a curve holds: at two evaluations in a row (the crossing rule of
+    :func:`botgrpo.harness.stats.held_crossing`), so every run crosses the lowest of these.
+
+    >>> held_level([0.1, 0.5, 0.3, 0.6, 0.9])
+    0.6
+    """
+    return max(min(a, b) for a, b in itertools.pairwise(values))
+
+
 def report(args, point: str) -> dict:
     """The point's report: every arm, the paired comparisons, per-step signal figures."""
     from botgrpo.harness import stats
@@ -218,9 +229,9 @@ def report(args, point: str) -> dict:
     levels = {"80%": code_tasks.PAPER_LEVEL}
     if summary["thresholds"]:
         levels["half-way"] = summary["thresholds"][len(summary["thresholds"]) // 2]
-    reached = min(min(max(v) for _, v in seeds.values()) for seeds in curves.values())
-    if reached < code_tasks.PAPER_LEVEL:
-        levels["highest every run reaches"] = round(reached - 0.01, 3)
+    held = min(held_level(v) for seeds in curves.values() for _, v in seeds.values())
+    if held < code_tasks.PAPER_LEVEL:
+        levels["highest every run holds"] = round(held, 3)
     rates = {m: summary["methods"][m]["lr"] for m in summary["methods"]}
     rates["bot w_s=0"] = rates.get("bot", 0.0)
     pairs = [

@@ -537,9 +537,10 @@ def plot_map(data: dict, path: Path) -> None:
         ("grpo_no_signal", "GRPO's groups with no signal at step 0"),
         ("local_share", "local signal's share of BoT's reward"),
         ("solved", "solved at step 0"),
+        ("mean_tokens", "tokens per completion (log scale)"),
         ("verdict_accuracy", "share of step verdicts right"),
     )
-    fig, axes = plt.subplots(2, 4, figsize=(18, 8), sharey="row")
+    fig, axes = plt.subplots(2, len(panels), figsize=(22, 8), sharey="row")
     rows = data["settings"]
     for col, (key, label) in enumerate(panels):
         for row_i, (metric, ylabel, ref) in enumerate(
@@ -578,6 +579,11 @@ def plot_map(data: dict, path: Path) -> None:
                 ax.annotate(r["id"], (x, y), fontsize=6, xytext=(3, 2), textcoords="offset points")
             ax.axhline(ref, color="grey", ls=":")
             ax.set_xlabel(label)
+            if key == "mean_tokens":
+                ax.set_xscale("log")
+                ax.minorticks_off()
+                ticks = [50, 100, 200, 400, 800]
+                ax.set_xticks(ticks, [str(t) for t in ticks])
             if col == 0:
                 ax.set_ylabel(ylabel)
     fig.suptitle(

@@ -1,6 +1,8 @@
 """benchmarks/code_regime.py carries a point's long warm start across clones: the cache's resume
 point is mirrored into the committed records only when further along, and a committed one
-further along than the cache's goes back into the cache (the warm start then resumes there)."""
+further along than the cache's goes back into the cache (the warm start then resumes there); and
+its fallback level, the highest every run holds, is one every run crosses by the crossing rule of
+the statistics (two evaluations in a row at or above it), and no higher."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ import sys
 from pathlib import Path
 
 import torch
+
+from botgrpo.harness.stats import held_crossing
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -78,3 +82,17 @@ def test_the_mirror_works_while_the_comparison_holds_its_folder(tmp_path):
     with own_folder(tmp_path / "regime-hard", "comparison", "code_regime.py --point hard"):
         script.keep_resume(args, "hard")
     assert script._step_of(kept) == 200
+
+
+def test_every_run_holds_the_level_and_one_misses_anything_higher():
+    script = load_script()
+    steps = [0, 5, 10, 15, 20]
+    runs = [
+        [0.04, 0.30, 0.66, 0.70, 0.71],  # its peak is held
+        [0.04, 0.10, 0.20, 0.60, 0.75],  # 0.75 only at the last evaluation: holds 0.60
+        [0.04, 0.80, 0.30, 0.64, 0.64],  # a one-evaluation blip at 0.80
+    ]
+    assert [script.held_level(v) for v in runs] == [0.70, 0.60, 0.64]
+    level = min(script.held_level(v) for v in runs)
+    assert all(held_crossing(steps, v, level) is not None for v in runs)
+    assert held_crossing(steps, runs[1], level + 0.001) is None

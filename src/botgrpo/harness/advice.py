@@ -72,7 +72,7 @@ def nearest(
     return sorted(scored, key=lambda s: s["distance"])[:n]
 
 
-def _votes(rule: dict, no_signal: float, solved: float | None) -> dict[str, str]:
+def _votes(rule: dict, no_signal: float, solved: float) -> dict[str, str]:
     """What each step-0 figure the map found separating says: ``pays``, ``ties`` or ``between``
     (a map without ``separating`` predates the solve-rate clause: the silent share alone)."""
     votes = {}
@@ -80,7 +80,7 @@ def _votes(rule: dict, no_signal: float, solved: float | None) -> dict[str, str]
         if name == "grpo_no_signal":
             pays = no_signal >= rule.get("pays_from_no_signal", 0.4)
             ties = no_signal <= rule.get("ties_below_no_signal", 0.15)
-        elif name == "solved" and solved is not None:
+        elif name == "solved":
             pays = solved <= rule["pays_up_to_solved"]
             ties = solved >= rule["ties_from_solved"]
         else:
@@ -90,17 +90,17 @@ def _votes(rule: dict, no_signal: float, solved: float | None) -> dict[str, str]
 
 
 def _pays_or_ties(
-    rule: dict, no_signal: float, solved: float | None, share: float, bot_none: float
+    rule: dict, no_signal: float, solved: float, share: float, bot_none: float
 ) -> tuple[str, str]:
     """bot / grpo or dapo / in between, from the figures that separated the measured settings
     where BoT paid from those where it tied, and why."""
     votes = _votes(rule, no_signal, solved)
     said = {
         ("grpo_no_signal", "pays"): f"{no_signal:.0%} of GRPO's groups carry no signal at step 0",
-        ("solved", "pays"): f"{solved or 0:.0%} of rollouts solve their problem at step 0",
+        ("solved", "pays"): f"{solved:.0%} of rollouts solve their problem at step 0",
         ("grpo_no_signal", "ties"): f"GRPO already has a signal in {1 - no_signal:.0%} of its "
         "groups",
-        ("solved", "ties"): f"{solved or 0:.0%} of rollouts already solve their problem",
+        ("solved", "ties"): f"{solved:.0%} of rollouts already solve their problem",
     }
     pays = [said[n, v] for n, v in votes.items() if v == "pays"]
     ties = [said[n, v] for n, v in votes.items() if v == "ties"]
@@ -124,7 +124,7 @@ def _pays_or_ties(
             + "); BoT costs nothing extra, but expect no speedup"
         )
     return "bot (a smaller gain likely)", (
-        f"{no_signal:.0%} of GRPO's groups carry no signal and {solved or 0:.0%} of rollouts "
+        f"{no_signal:.0%} of GRPO's groups carry no signal and {solved:.0%} of rollouts "
         "solve their problem: between the settings where BoT tied and where it led; measured "
         "settings nearby are listed below"
     )

@@ -623,7 +623,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    if not args.out.is_dir():
+        parser.error(f"--out {args.out} is not a folder: pass an existing one (docs/results)")
+    if not args.package_map.parent.is_dir():
+        parser.error(f"--package-map {args.package_map}: its folder does not exist")
+    if args.report_only and not args.records.is_dir():
+        parser.error(f"--records {args.records} is not a folder: run without --report-only first")
+    if args.prompts < 1:
+        parser.error(f"--prompts must be at least 1, got {args.prompts}")
     data = build(args)
+    if not data["settings"]:
+        parser.error(f"no stored comparison is diagnosed in {args.records}: nothing to map")
     (args.out / "where-bot-pays.json").write_text(json.dumps(data, indent=2))
     args.package_map.write_text(json.dumps(data, indent=2))
     write_between_markers(args.out / "where-bot-pays.md", render_map(data))

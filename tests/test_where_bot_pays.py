@@ -10,6 +10,8 @@ import shutil
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -104,3 +106,22 @@ def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
     assert rule["separating"] == ["solved"]
     assert rule["overlap_basis"] == {"grpo_no_signal": ["pages paid at 0.48", "short tied at 0.50"]}
     assert (rule["pays_up_to_solved"], rule["ties_from_solved"]) == (0.02, 0.18)
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--out", "{tmp}/missing"], "is not a folder"),
+        (["--records", "{tmp}/none"], "run without --report-only first"),
+        (["--records", "{tmp}"], "nothing to map"),
+        (["--prompts", "0"], "--prompts must be at least 1"),
+    ],
+)
+def test_bad_inputs_end_in_one_line_and_write_nothing(tmp_path, capsys, extra, says):
+    script = load_script()
+    args = ["--report-only", "--out", str(tmp_path), "--package-map", str(tmp_path / "m.json")]
+    with pytest.raises(SystemExit) as exit_info:
+        script.main(args + [a.format(tmp=tmp_path) for a in extra])
+    assert exit_info.value.code == 2
+    assert says in capsys.readouterr().err.strip().splitlines()[-1]
+    assert list(tmp_path.iterdir()) == []

@@ -318,18 +318,49 @@ def warm_start_only(args, point: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--point", required=True, choices=list(POINTS))
-    parser.add_argument("--out", default="benchmarks/records")
-    parser.add_argument("--methods", nargs="+", default=["grpo", "bot"])
-    parser.add_argument("--seeds", type=int, default=5)
-    parser.add_argument("--steps", type=int, default=50)
-    parser.add_argument("--eval-every", type=int, default=5)
-    parser.add_argument("--problems", type=int, default=200, help="held-out problems")
-    parser.add_argument("--rates", type=float, nargs="+", default=[4e-4, 8e-4])
-    parser.add_argument("--sweep-seeds", type=int, default=2)
-    parser.add_argument("--ablation", action="store_true", help="bot at w_s = 0 (hard point)")
-    parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument(
+        "--point",
+        required=True,
+        choices=list(POINTS),
+        help="the starting compile rate: hard (about 5%%), middle (12%%), easy (30%%)",
+    )
+    parser.add_argument(
+        "--out",
+        default="benchmarks/records",
+        help="where the runs, the sweep and the report live (finished runs there are reused)",
+    )
+    parser.add_argument(
+        "--methods", nargs="+", default=["grpo", "bot"], help="the methods compared (preset names)"
+    )
+    parser.add_argument("--seeds", type=int, default=5, help="test seeds per method")
+    parser.add_argument("--steps", type=int, default=50, help="RL steps per run")
+    parser.add_argument(
+        "--eval-every", type=int, default=5, help="steps between evaluations (and checkpoints)"
+    )
+    parser.add_argument(
+        "--problems", type=int, default=200, help="held-out problems per evaluation"
+    )
+    parser.add_argument(
+        "--rates",
+        type=float,
+        nargs="+",
+        default=[4e-4, 8e-4],
+        help="learning rates the hardest point's validation sweep tries per method",
+    )
+    parser.add_argument(
+        "--sweep-seeds", type=int, default=2, help="validation seeds per rate in the sweep"
+    )
+    parser.add_argument(
+        "--ablation",
+        action="store_true",
+        help="also run bot at w_s = 0 at the hardest point (the recipe ablation)",
+    )
+    parser.add_argument("--workers", type=int, default=2, help="runs at a time")
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="write the report from the finished runs; train nothing",
+    )
     parser.add_argument(
         "--warm-start-only", action="store_true", help="build the point's warm start and stop"
     )

@@ -346,9 +346,15 @@ def derive_rule(rows: list[dict]) -> dict:
     if pays:
         low = min(pays, key=no_signal)
         rule["pays_from_no_signal"] = math.floor(no_signal(low) * 100) / 100
-        lowest = min(r["predictors"]["local_share"]["value"] for r in pays)
-        rule["pays_from_local_share"] = math.floor(lowest * 1000) / 1000
         rule["pays_basis"] = [f"{r['id']} {r['speedup']['ratio']:.2f}x" for r in pays]
+    # the quietest local signal that still paid, whatever its verdicts (a learned PRM at a
+    # low w_s is as informative here as exact verdicts)
+    paid = [r for r in rows if r["speedup"]["low"] > 1.0 and r["w_s"] > 0]
+    if paid:
+        quietest = min(paid, key=lambda r: r["predictors"]["local_share"]["value"])
+        share = quietest["predictors"]["local_share"]["value"]
+        rule["pays_from_local_share"] = math.floor(share * 1000) / 1000
+        rule["local_share_basis"] = [f"{quietest['id']} {quietest['speedup']['ratio']:.2f}x"]
     if ties:
         rule["ties_below_no_signal"] = math.ceil(max(no_signal(r) for r in ties) * 100) / 100
         rule["ties_basis"] = [f"{r['id']} {r['speedup']['ratio']:.2f}x" for r in ties]
@@ -486,7 +492,7 @@ def render_map(data: dict) -> str:
     lines.append("")
     lines.append("\\* censored: some runs never reached the level (see the page).")
     lines.append("")
-    lines.append("Rule thresholds read from the table: " + json.dumps(data["rule"]))
+    lines += render_rule(data["rule"])
     lines += [
         "",
         "Diagnose at step 0 against the first training step of the kept runs:",
@@ -524,6 +530,92 @@ def render_map(data: dict) -> str:
                 f"| {c['id']} | {c['advice']} | {c['measured']} | {'yes' if c['agrees'] else '**no**'} |"
             )
     return "\n".join(lines) + "\n"
+
+
+#: Each threshold of the rule: what it says, how it is read from the table.
+RULE_ROWS = (
+    (
+        "pays_from_no_signal",
+        "BoT paid from this share of silent GRPO groups up",
+        "pays_basis",
+        "the lowest silent share among the exact-verdict settings whose speedup interval lies "
+        "above 1",
+    ),
+    (
+        "ties_below_no_signal",
+        "BoT tied up to this share of silent groups",
+        "ties_basis",
+        "the highest silent share among the exact-verdict settings whose interval includes 1",
+    ),
+    (
+        "pays_up_to_solved",
+        "BoT paid up to this starting solve rate",
+        "pays_basis",
+        "the highest solve rate among those that paid",
+    ),
+    (
+        "ties_from_solved",
+        "BoT tied from this starting solve rate up",
+        "ties_basis",
+        "the lowest solve rate among those that tied",
+    ),
+    (
+        "pays_from_local_share",
+        "the quietest local signal that still paid",
+        "local_share_basis",
+        "the lowest local share among all settings (any verdicts) whose interval lies above 1",
+    ),
+    (
+        "min_accuracy",
+        "verdicts right at least this often kept BoT's lead over the run",
+        "accuracy_basis",
+        "the lowest accuracy among the flipped-verdict settings whose AUC "
+        "difference stayed above 0",
+    ),
+    (
+        "max_false_alarm",
+        "right steps judged wrong, at most this share, kept the lead",
+        "accuracy_basis",
+        "the most false alarms among those settings",
+    ),
+    (
+        "noisy_w_s",
+        "with verdicts as noisy as this (right this often), the only weight that kept the lead",
+        "noisy_w_s_basis",
+        "w_s 0.1, 0.5 and 1 at 20% flipped verdicts",
+    ),
+)
+
+
+def render_rule(rule: dict) -> list[str]:
+    """The rule's thresholds as a table: the value, what it says, how it is read, the basis."""
+    lines = [
+        "",
+        "The rule's thresholds, read from the table above:",
+        "",
+        "| threshold | value | what it says | how it is read | settings |",
+        "|---|---|---|---|---|",
+    ]
+    for key, says, basis, how in RULE_ROWS:
+        if key not in rule:
+            continue
+        value = f"{rule[key]:g}"
+        if key == "noisy_w_s" and "noisy_w_s_up_to" in rule:
+            value += f" (right {rule['noisy_w_s_up_to']:.0%})"
+        lines.append(f"| `{key}` | {value} | {says} | {how} | {', '.join(rule.get(basis, []))} |")
+    if "separating" in rule:
+        names = {"grpo_no_signal": "silent share", "solved": "solve rate"}
+        used = ", ".join(names.get(n, n) for n in rule["separating"]) or "none"
+        lines.append("")
+        lines.append(
+            f"Figures that separate the settings that paid from those that tied (the advice "
+            f"reads these): {used}."
+        )
+        for name, basis in rule.get("overlap_basis", {}).items():
+            lines.append(
+                f"Left out, its ranges overlap: {names.get(name, name)} ({', '.join(basis)})."
+            )
+    return lines
 
 
 def plot_map(data: dict, path: Path) -> None:

@@ -19,7 +19,7 @@ SMALL = TinyModelSpec(hidden=32, layers=1, heads=2, kv_heads=1, intermediate=64,
 
 
 @pytest.mark.slow
-def test_pipeline_at_a_tiny_budget_with_a_user_task(tmp_path):
+def test_pipeline_at_a_tiny_budget_with_a_user_task(tmp_path, capsys):
     cfg = CompareConfig(
         name="tiny",
         out_dir=str(tmp_path),
@@ -40,6 +40,8 @@ def test_pipeline_at_a_tiny_budget_with_a_user_task(tmp_path):
         progress=False,
     )
     summary = compare(cfg)
+    err = capsys.readouterr().err  # progress lines: the steps of the runs to go
+    assert "tiny: 0/4 steps (0%)" in err and "2 of 2 runs to go, 2 at a time" in err
     root = tmp_path / "tiny"
     records = load_records(root / "metrics.jsonl")
     evals = [r for r in records if r["kind"] == "eval"]

@@ -71,6 +71,7 @@ def test_the_map_from_a_few_stored_records(tmp_path):
     text = page.read_text()
     assert text.startswith("# prose before") and text.rstrip().endswith("prose after")
     assert "old table" not in text and "chain, 4-7 steps" in text
+    assert "| `pays_from_no_signal` | 0.73 | BoT paid from this share" in text  # the rule, read
     assert (out / "where-bot-pays.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -84,7 +85,7 @@ def test_the_shipped_map_is_the_docs_map():
 def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
     script = load_script()
 
-    def row(sid, no_signal, solved, low):
+    def row(sid, no_signal, solved, low, share=0.04, accuracy=1.0):
         return {
             "id": sid,
             "w_s": 0.5,
@@ -93,19 +94,34 @@ def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
             "predictors": {
                 "grpo_no_signal": {"value": no_signal},
                 "solved": {"value": solved},
-                "local_share": {"value": 0.04},
-                "verdict_accuracy": 1.0,
+                "local_share": {"value": share},
+                "verdict_accuracy": accuracy,
                 "false_alarm": 0.0,
             },
         }
 
     rule = script.derive_rule(
-        [row("pages", 0.48, 0.0, 1.2), row("rare", 0.89, 0.02, 1.4), row("short", 0.5, 0.18, 0.9)]
+        [
+            row("pages", 0.48, 0.0, 1.2),
+            row("rare", 0.89, 0.02, 1.4),
+            row("short", 0.5, 0.18, 0.9),
+            # a learned verifier at a low w_s: not an exact-verdict setting, but it paid
+            row("learned", 0.7, 0.05, 1.1, share=0.0105, accuracy=0.998),
+            row("quiet, noisy", 0.9, 0.02, 0.8, share=0.002, accuracy=0.7),
+        ]
     )
     assert rule["pays_from_no_signal"] == 0.48 and rule["ties_below_no_signal"] == 0.5
     assert rule["separating"] == ["solved"]
     assert rule["overlap_basis"] == {"grpo_no_signal": ["pages paid at 0.48", "short tied at 0.50"]}
     assert (rule["pays_up_to_solved"], rule["ties_from_solved"]) == (0.02, 0.18)
+    # the quietest local signal that paid, whatever its verdicts
+    assert rule["pays_from_local_share"] == 0.01 and rule["local_share_basis"] == ["learned 1.30x"]
+    table = "\n".join(script.render_rule(rule))
+    assert "| `pays_from_local_share` | 0.01 | the quietest local signal that still paid |" in table
+    assert (
+        "Left out, its ranges overlap: silent share (pages paid at 0.48, short tied at 0.50)"
+        in table
+    )
 
 
 @pytest.mark.parametrize(

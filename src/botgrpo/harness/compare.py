@@ -91,7 +91,7 @@ def die_with_parent(parent_pid: int) -> None:
 
 
 def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> None:
-    """Run every unfinished spec, ``workers`` at a time, with one progress bar over all steps
+    """Run every unfinished spec, ``workers`` at a time, with one progress bar over their steps
     (labelled with what each running run is doing, and an ETA), or with a progress line every
     minute and at each finished run when ``progress`` is False."""
     todo = [s for s in specs if not is_done(s)]
@@ -102,7 +102,7 @@ def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> No
     bar = tqdm(total=total, initial=resumed, desc=desc, unit="step", disable=not progress)
     quiet = QuietProgress(desc, total, enabled=not progress, initial=resumed)
     quiet.note(
-        f"{len(todo)} runs to go, {workers} at a time"
+        f"{len(todo)} of {len(specs)} runs to go, {workers} at a time"
         + (f", {resumed} steps resumed from checkpoints" if resumed else "")
     )
     os.environ["OMP_NUM_THREADS"] = "1"
@@ -395,7 +395,7 @@ def compare(cfg: CompareConfig, task=None) -> Path:
             model_path = starting_checkpoint(cfg, task)
         lrs = sweep_learning_rates(cfg, root, model_path) if cfg.lr_sweep else cfg.learning_rates()
         specs = _specs(cfg, root, model_path, lrs, range(cfg.seeds), "runs")
-        run_all(specs, cfg.workers, cfg.progress, f"{cfg.name}: {len(specs)} runs")
+        run_all(specs, cfg.workers, cfg.progress, cfg.name)
         collect([Path(s.run_dir) for s in specs], root / "metrics.jsonl")
         records = load_records(root / "metrics.jsonl")
         sweep = json.loads((root / "lr_sweep.json").read_text()) if cfg.lr_sweep else None

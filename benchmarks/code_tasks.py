@@ -248,16 +248,21 @@ def render(result: dict) -> str:
 
 
 def plot(curves: dict, arms: dict[str, Path], result: dict, path: Path) -> None:
-    """Compile and solve rates of every arm (mean over seeds, min-max band)."""
+    """Compile, clean and solve rates of every arm (mean over seeds, min-max band); a rate the
+    evaluations did not record has no panel."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, key in zip(axes, (METRIC, "sampled_solved"), strict=True):
-        for label, root in arms.items():
-            seeds = curves[label] if key == METRIC else _curves(root, label.split()[0], key)
+    rates = {METRIC: curves}
+    for key in ("sampled_clean", "sampled_solved"):
+        found = {a: _curves(r, a.split()[0], key) for a, r in arms.items()}
+        if all(found.values()):
+            rates[key] = found
+    fig, axes = plt.subplots(1, len(rates), figsize=(5.5 * len(rates), 4), squeeze=False)
+    for ax, (key, by_arm) in zip(axes[0], rates.items(), strict=True):
+        for label, seeds in by_arm.items():
             steps = next(iter(seeds.values()))[0]
             values = np.array([v for _, v in seeds.values()])
             ax.plot(steps, values.mean(0), label=f"{label} ({len(seeds)} seeds)")
@@ -266,11 +271,17 @@ def plot(curves: dict, arms: dict[str, Path], result: dict, path: Path) -> None:
             for tag, level in result["levels"].items():
                 ax.axhline(level, ls=":", c="grey", lw=1)
                 ax.text(steps[0], level, f" {tag}", va="bottom", fontsize=8, color="grey")
+        if not any(np.any(np.array([v for _, v in seeds.values()])) for seeds in by_arm.values()):
+            ax.text(0.5, 0.5, "0 at every evaluation", transform=ax.transAxes, ha="center")
+        ax.set_ylim(-0.02, 1.0)
         ax.set_xlabel("optimizer step")
         ax.set_ylabel(key.replace("_", " ") + " (held-out)")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8)
-    fig.suptitle(f"{result['task']}: GRPO, DAPO and BoT on the toolchain's verdicts")
+    axes[0][0].legend(fontsize=8, loc="lower right")
+    fig.suptitle(
+        f"{result['task']}: {', '.join(arms)} on the toolchain's verdicts (mean over seeds, "
+        "min-max band)"
+    )
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

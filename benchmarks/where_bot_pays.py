@@ -587,6 +587,15 @@ RULE_ROWS = (
 )
 
 
+#: The step-0 figure each pays/ties threshold reads (the advice uses it only while separating).
+FIGURE_OF = {
+    "pays_from_no_signal": "grpo_no_signal",
+    "ties_below_no_signal": "grpo_no_signal",
+    "pays_up_to_solved": "solved",
+    "ties_from_solved": "solved",
+}
+
+
 def render_rule(rule: dict) -> list[str]:
     """The rule's thresholds as a table: the value, what it says, how it is read, the basis."""
     lines = [
@@ -600,6 +609,9 @@ def render_rule(rule: dict) -> list[str]:
         if key not in rule:
             continue
         value = f"{rule[key]:g}"
+        figure = FIGURE_OF.get(key)
+        if figure and "separating" in rule and figure not in rule["separating"]:
+            value += " (left out: overlaps)"
         if key == "noisy_w_s" and "noisy_w_s_up_to" in rule:
             value += f" (right {rule['noisy_w_s_up_to']:.0%})"
         lines.append(f"| `{key}` | {value} | {says} | {how} | {', '.join(rule.get(basis, []))} |")

@@ -2,7 +2,8 @@
 point is mirrored into the committed records only when further along, and a committed one
 further along than the cache's goes back into the cache (the warm start then resumes there); and
 its fallback level, the highest every run holds, is one every run crosses by the crossing rule of
-the statistics (two evaluations in a row at or above it), and no higher."""
+the statistics (two evaluations in a row at or above it), and no higher; and its report reads
+a finished comparison's stored records."""
 
 from __future__ import annotations
 
@@ -96,3 +97,31 @@ def test_every_run_holds_the_level_and_one_misses_anything_higher():
     level = min(script.held_level(v) for v in runs)
     assert all(held_crossing(steps, v, level) is not None for v in runs)
     assert held_crossing(steps, runs[1], level + 0.001) is None
+
+
+def test_the_report_from_the_stored_hardest_point(tmp_path):
+    """The report reads a finished comparison's records: arms, the paired comparison, costs,
+    and a plot with a panel per rate the evaluations recorded."""
+    import json
+    import shutil
+
+    script = load_script()
+    stored = ROOT / "benchmarks" / "records" / "regime-hard"
+    root = tmp_path / "regime-hard"
+    root.mkdir()
+    for name in ("summary.json", "metrics.jsonl"):
+        shutil.copy(stored / name, root)
+    args = argparse.Namespace(out=str(tmp_path), steps=50)
+    result = script.report(args, "hard")
+    pair = next(p for p in result["pairs"] if (p["arm"], p["baseline"]) == ("bot", "grpo"))
+    half = pair["speedup"]["half-way"]
+    assert half["low"] <= half["ratio"] <= half["high"] and len(pair["seeds"]) >= 5
+    assert {r["arm"] for r in result["rows"]} >= {"bot", "grpo"}
+    assert result["costs"]["grpo"]["groups_with_signal_step1"] < 1.0  # silent groups at the start
+    assert 0 < result["costs"]["bot"]["local_share"] < 0.1
+    saved = json.loads((tmp_path / "regime-hard-report.json").read_text())
+    assert saved["levels"] == result["levels"] and "half-way" in saved["levels"]
+    text = (tmp_path / "regime-hard-report.md").read_text()
+    assert "| bot vs grpo |" in text and "| arm | s / step |" in text
+    png = (tmp_path / "regime-hard-report.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000

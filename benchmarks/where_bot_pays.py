@@ -353,7 +353,7 @@ def derive_rule(rows: list[dict]) -> dict:
     if paid:
         quietest = min(paid, key=lambda r: r["predictors"]["local_share"]["value"])
         share = quietest["predictors"]["local_share"]["value"]
-        rule["pays_from_local_share"] = math.floor(share * 1000) / 1000
+        rule["pays_from_local_share"] = math.floor(share * 10000) / 10000
         rule["local_share_basis"] = [f"{quietest['id']} {quietest['speedup']['ratio']:.2f}x"]
     if ties:
         rule["ties_below_no_signal"] = math.ceil(max(no_signal(r) for r in ties) * 100) / 100

@@ -125,3 +125,38 @@ def test_the_report_from_the_stored_hardest_point(tmp_path):
     assert "| bot vs grpo |" in text and "| arm | s / step |" in text
     png = (tmp_path / "regime-hard-report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+
+
+def test_an_arm_of_its_own_comparison_joins_the_report_without_moving_the_level(tmp_path):
+    """otb, kept in a comparison of its own, pairs with grpo and bot by seed; an arm that breaks
+    down counts as never reaching the level the comparison's own methods all hold."""
+    import json
+    import shutil
+
+    script = load_script()
+    stored = ROOT / "benchmarks" / "records" / "regime-hard"
+    root = tmp_path / "regime-hard"
+    root.mkdir()
+    for name in ("summary.json", "metrics.jsonl"):
+        shutil.copy(stored / name, root)
+    otb = tmp_path / "regime-hard-otb"
+    otb.mkdir()
+    lines = []
+    for line in (stored / "metrics.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        if r.get("method") != "grpo":
+            continue
+        r["method"] = "otb"
+        if r.get("kind") == "eval" and r["step"] >= 10:
+            r["sampled_compiled"] = 0.0  # broke down at step 10
+        lines.append(json.dumps(r))
+    (otb / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    (otb / "summary.json").write_text(json.dumps({"methods": {"otb": {"lr": 2e-4}}}))
+    args = argparse.Namespace(out=str(tmp_path), steps=50)
+    result = script.report(args, "hard")
+    assert result["levels"]["highest every run holds"] == 0.6  # grpo's and bot's runs set it
+    rows = {r["arm"]: r for r in result["rows"]}
+    assert rows["otb"]["lr"] == 2e-4
+    pairs = {(p["arm"], p["baseline"]): p for p in result["pairs"]}
+    assert set(pairs) == {("bot", "grpo"), ("otb", "grpo"), ("bot", "otb")}
+    assert pairs["bot", "otb"]["speedup"]["highest every run holds"]["censoring"]

@@ -115,9 +115,13 @@ def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
     assert rule["overlap_basis"] == {"grpo_no_signal": ["pages paid at 0.48", "short tied at 0.50"]}
     assert (rule["pays_up_to_solved"], rule["ties_from_solved"]) == (0.02, 0.18)
     # the quietest local signal that paid, whatever its verdicts
-    assert rule["pays_from_local_share"] == 0.0105 and rule["local_share_basis"] == ["learned 1.30x"]
+    assert rule["pays_from_local_share"] == 0.0105 and rule["local_share_basis"] == [
+        "learned 1.30x"
+    ]
     table = "\n".join(script.render_rule(rule))
-    assert "| `pays_from_local_share` | 0.0105 | the quietest local signal that still paid |" in table
+    assert (
+        "| `pays_from_local_share` | 0.0105 | the quietest local signal that still paid |" in table
+    )
     assert "| `pays_from_no_signal` | 0.48 (left out: overlaps) |" in table
     assert "| `pays_up_to_solved` | 0.02 | BoT paid" in table
     assert (

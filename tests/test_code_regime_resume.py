@@ -99,18 +99,25 @@ def test_every_run_holds_the_level_and_one_misses_anything_higher():
     assert held_crossing(steps, runs[1], level + 0.001) is None
 
 
-def test_the_report_from_the_stored_hardest_point(tmp_path):
-    """The report reads a finished comparison's records: arms, the paired comparison, costs,
-    and a plot with a panel per rate the evaluations recorded."""
-    import json
+def _stored_hardest_point(tmp_path: Path) -> Path:
+    """The stored comparison of the hardest point, its summary and records, under tmp_path."""
     import shutil
 
-    script = load_script()
     stored = ROOT / "benchmarks" / "records" / "regime-hard"
     root = tmp_path / "regime-hard"
     root.mkdir()
     for name in ("summary.json", "metrics.jsonl"):
         shutil.copy(stored / name, root)
+    return stored
+
+
+def test_the_report_from_the_stored_hardest_point(tmp_path):
+    """The report reads a finished comparison's records: arms, the paired comparison, costs,
+    and a plot with a panel per rate the evaluations recorded."""
+    import json
+
+    script = load_script()
+    _stored_hardest_point(tmp_path)
     args = argparse.Namespace(out=str(tmp_path), steps=50)
     result = script.report(args, "hard")
     pair = next(p for p in result["pairs"] if (p["arm"], p["baseline"]) == ("bot", "grpo"))
@@ -131,14 +138,9 @@ def test_an_arm_of_its_own_comparison_joins_the_report_without_moving_the_level(
     """otb, kept in a comparison of its own, pairs with grpo and bot by seed; an arm that breaks
     down counts as never reaching the level the comparison's own methods all hold."""
     import json
-    import shutil
 
     script = load_script()
-    stored = ROOT / "benchmarks" / "records" / "regime-hard"
-    root = tmp_path / "regime-hard"
-    root.mkdir()
-    for name in ("summary.json", "metrics.jsonl"):
-        shutil.copy(stored / name, root)
+    stored = _stored_hardest_point(tmp_path)
     otb = tmp_path / "regime-hard-otb"
     otb.mkdir()
     lines = []

@@ -17,10 +17,10 @@ builds others to choose among, ``--device cuda`` on a GPU):
 3. the other points: grpo and bot at the rates the hardest point's sweep chose;
 4. the recipe ablation at the hardest point (``--ablation``): bot at w_s = 0.
 
-Then BoT is held against GRPO (and OTB, and bot at w_s = 0), paired by seed: steps to the half-way level and to the
-paper's 80% compile rate (or the highest level every run holds), AUC, final compile / clean /
-solved rates, seconds per step and to the level, GRPO's groups with signal and BoT's local
-share per step. Writes ``regime-<point>-report.{md,json,png}`` under ``--out``.
+Then BoT is held against GRPO (and OTB, and bot at w_s = 0), paired by seed: steps to the
+half-way level and to the paper's 80% compile rate (or the highest level every run holds),
+AUC, final compile / clean / solved rates, seconds per step and to the level, GRPO's groups
+with signal and BoT's local share per step. Writes ``regime-<point>-report.{md,json,png}`` under ``--out``.
 
     python benchmarks/code_regime.py --point hard [--methods grpo bot] [--report-only]
 
@@ -433,10 +433,16 @@ def main() -> None:
         code_tasks._usage(err)
     if not args.report_only:
         try:
-            code_tasks._compare(lambda: config_for(args, args.point))
+            builds = [lambda: config_for(args, args.point)]
             if args.otb:
-                code_tasks._compare(lambda: otb_config(args))
-            if args.ablation:
+                builds.append(lambda: otb_config(args))
+            from botgrpo.harness.compare import check_inputs
+
+            for build in builds:  # a bad setting of a later comparison ends before any run
+                check_inputs(build())
+            for build in builds:
+                code_tasks._compare(build)
+            if args.ablation:  # its rate comes from the sweep above
                 code_tasks._compare(lambda: ablation_config(args))
         except ValueError as err:
             code_tasks._usage(err)

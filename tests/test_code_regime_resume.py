@@ -162,3 +162,25 @@ def test_an_arm_of_its_own_comparison_joins_the_report_without_moving_the_level(
     pairs = {(p["arm"], p["baseline"]): p for p in result["pairs"]}
     assert set(pairs) == {("bot", "grpo"), ("otb", "grpo"), ("bot", "otb")}
     assert pairs["bot", "otb"]["speedup"]["highest every run holds"]["censoring"]
+
+
+def test_a_bad_otb_rate_ends_before_any_run(tmp_path):
+    """--otb's settings are checked with the main comparison's, before anything trains."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    script = str(ROOT / "benchmarks" / "code_regime.py")
+    bad = ["--point", "hard", "--otb", "--otb-rates", "0", "--out", str(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, script, *bad],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "code_regime.py: error: every lr_sweep rate must be a finite number > 0, got 0.0"
+    ]
+    assert list(tmp_path.iterdir()) == []

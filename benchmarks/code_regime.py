@@ -15,12 +15,16 @@ builds others to choose among, ``--device cuda`` on a GPU):
    own rate grid (``--otb-rates``; on chain otb chose a lower rate than BoT), the same seeds
    and problems, so it pairs with the grpo and bot runs by seed;
 3. the other points: grpo and bot at the rates the hardest point's sweep chose;
-4. the recipe ablation at the hardest point (``--ablation``): bot at w_s = 0.
+4. the recipe ablation at the hardest point (``--ablation``): bot at w_s = 0;
+5. the random-verdict control at the hardest point (``--control``): bot with every line
+   penalty moved to a line drawn at random (``--verdict-noise 1:random``): the same amount of
+   line signal, on lines that say nothing about where the flaw is.
 
-Then BoT is held against GRPO (and OTB, and bot at w_s = 0), paired by seed: steps to the
-half-way level and to the paper's 80% compile rate (or the highest level every run holds),
-AUC, final compile / clean / solved rates, seconds per step and to the level, GRPO's groups
-with signal and BoT's local share per step. Writes ``regime-<point>-report.{md,json,png}`` under ``--out``.
+Then BoT is held against GRPO (and OTB, the ablation and the control), paired by seed: steps
+to the half-way level and to the paper's 80% compile rate (or the highest level every run
+holds), AUC, final compile / clean / solved rates, seconds per step and to the level, GRPO's
+groups with signal and BoT's local share per step. Writes ``regime-<point>-report.{md,json,png}``
+under ``--out``.
 
     python benchmarks/code_regime.py --point hard [--methods grpo bot] [--report-only]
 
@@ -121,17 +125,31 @@ def otb_config(args):
     )
 
 
-#: Arms kept in comparisons of their own at the hardest point: arm -> folder under --out.
-EXTRA_ARMS = {"otb": "regime-hard-otb", "bot w_s=0": "regime-hard-ws0"}
+#: Arms kept in comparisons of their own at the hardest point: arm -> folder under --out (an
+#: arm's first word is its method).
+EXTRA_ARMS = {
+    "otb": "regime-hard-otb",
+    "bot w_s=0": "regime-hard-ws0",
+    "bot random lines": "regime-hard-random",
+}
+
+
+def _bot_at_its_rate(args, name: str, what: str, **kw):
+    """bot at the hardest point, at the rate its sweep chose, with ``kw`` changed."""
+    rates = chosen_rates(args)
+    if "bot" not in rates:
+        raise ValueError(f"{what} runs bot at the hardest point's rate: sweep it first")
+    return point_config(args, "hard", ("bot",), name=name, learning_rate=rates["bot"], **kw)
 
 
 def ablation_config(args):
-    rates = chosen_rates(args)
-    if "bot" not in rates:
-        raise ValueError("the ablation runs bot at the hardest point's rate: sweep it first")
-    return point_config(
-        args, "hard", ("bot",), name="regime-hard-ws0", learning_rate=rates["bot"], w_s=0.0
-    )
+    """The recipe ablation: bot at w_s = 0 (GRPO's advantage exactly)."""
+    return _bot_at_its_rate(args, "regime-hard-ws0", "the ablation", w_s=0.0)
+
+
+def control_config(args):
+    """The random-verdict control: bot with every line penalty on a line drawn at random."""
+    return _bot_at_its_rate(args, "regime-hard-random", "the control", verdict_noise="1:random")
 
 
 def _warm_entry(args, point: str) -> Path:
@@ -264,6 +282,8 @@ def report(args, point: str) -> dict:
         ("bot", "otb"),
         ("bot w_s=0", "grpo"),
         ("bot w_s=0", "bot"),
+        ("bot random lines", "grpo"),
+        ("bot", "bot random lines"),
     ]
     pairs = [(a, b) for a, b in pairs if a in arms and b in arms]
     costs = {}
@@ -380,6 +400,12 @@ def main() -> None:
         help="also run bot at w_s = 0 at the hardest point (the recipe ablation)",
     )
     parser.add_argument(
+        "--control",
+        action="store_true",
+        help="also run bot with its line penalties moved to random lines at the hardest point "
+        "(the random-verdict control)",
+    )
+    parser.add_argument(
         "--otb",
         action="store_true",
         help="also run otb at the hardest point, its rate swept over --otb-rates",
@@ -417,6 +443,10 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
+        if args.point != "hard" and (args.otb or args.ablation or args.control):
+            raise ValueError(
+                "--otb, --ablation and --control run at the hardest point: --point hard"
+            )
         from botgrpo.harness.cli import check_device
 
         check_device(args.device)
@@ -436,14 +466,15 @@ def main() -> None:
             builds = [lambda: config_for(args, args.point)]
             if args.otb:
                 builds.append(lambda: otb_config(args))
+            # bot's rate comes from the sweep above: checked first only once it has chosen one
+            later = [ablation_config] * args.ablation + [control_config] * args.control
+            now = builds + ([lambda b=b: b(args) for b in later] if chosen_rates(args) else [])
             from botgrpo.harness.compare import check_inputs
 
-            for build in builds:  # a bad setting of a later comparison ends before any run
+            for build in now:  # a bad setting of a later comparison ends before any run
                 check_inputs(build())
-            for build in builds:
+            for build in builds + [lambda b=b: b(args) for b in later]:
                 code_tasks._compare(build)
-            if args.ablation:  # its rate comes from the sweep above
-                code_tasks._compare(lambda: ablation_config(args))
         except ValueError as err:
             code_tasks._usage(err)
     try:

@@ -184,3 +184,52 @@ def test_a_bad_otb_rate_ends_before_any_run(tmp_path):
         "code_regime.py: error: every lr_sweep rate must be a finite number > 0, got 0.0"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_control_joins_the_report_as_bot_on_random_lines(tmp_path):
+    """The random-verdict control (bot, its line penalties on random lines) pairs with grpo and
+    with bot on its clean lines, by seed."""
+    import json
+
+    script = load_script()
+    stored = _stored_hardest_point(tmp_path)
+    control = tmp_path / "regime-hard-random"
+    control.mkdir()
+    lines = [
+        line
+        for line in (stored / "metrics.jsonl").read_text().splitlines()
+        if json.loads(line).get("method") == "bot"
+    ]
+    (control / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    (control / "summary.json").write_text(json.dumps({"methods": {"bot": {"lr": 4e-4}}}))
+    result = script.report(argparse.Namespace(out=str(tmp_path), steps=50), "hard")
+    pairs = {(p["arm"], p["baseline"]): p for p in result["pairs"]}
+    assert set(pairs) == {
+        ("bot", "grpo"),
+        ("bot random lines", "grpo"),
+        ("bot", "bot random lines"),
+    }
+    same = pairs["bot", "bot random lines"]["speedup"]["half-way"]
+    assert same["ratio"] == 1.0  # the same records: no lead either way
+    assert "bot random lines" in result["costs"]
+
+
+def test_the_extra_arms_belong_to_the_hardest_point(tmp_path):
+    import os
+    import subprocess
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    script = str(ROOT / "benchmarks" / "code_regime.py")
+    done = subprocess.run(
+        [sys.executable, script, "--point", "middle", "--control", "--out", str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "code_regime.py: error: --otb, --ablation and --control run at the hardest point: "
+        "--point hard"
+    ]
+    assert list(tmp_path.iterdir()) == []

@@ -14,7 +14,9 @@ import pytest
 import botgrpo.rewards
 
 ROOT = Path(botgrpo.rewards.__file__).parent
-MACHINERY = {"types", "spans", "steps", "code_blocks", "compose", "calling", "configs", "validate"}
+MACHINERY = {
+    "types", "spans", "steps", "code_blocks", "compose", "calling", "configs", "validate", "noise",
+}  # fmt: skip
 #: The bottom layer every part reads text through (line breaks, blanks): it imports nothing.
 TEXT = "text"
 

@@ -188,7 +188,10 @@ def test_outcome_methods_do_not_depend_on_the_noise_and_bot_does():
     [
         (["compare", "--verdict-noise", "1.5"], "verdict noise '1.5': rate must lie in [0, 1]"),
         (["compare", "--verdict-noise", "0.2:oops"], "unknown verdict noise kind 'oops'"),
-        (["compare", "--task", "react", "--verdict-noise", "0.2"], "own reward function"),
+        (
+            ["compare", "--task", "react", "--verdict-noise", "0.2"],
+            "the line penalties of code take kinds random or miss",
+        ),
         (["train", "--task", "chain", "--verdict_noise", "0.2"], "add 'task_reward'"),
     ],
 )

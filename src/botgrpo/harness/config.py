@@ -106,8 +106,9 @@ class CompareConfig:
     """Weight of the local step signal S_t."""
     verdict_noise: str = ""
     """Noisy step verdicts for training, as RATE[:KIND] (e.g. 0.2 = 20% of verdicts flipped;
-    kinds flip, false_alarm, miss, random; see botgrpo.tasks.NoisyVerdicts); "" = the task's
-    own verdicts. Evaluations always read clean verdicts; outcome-only methods (grpo, dapo, ...)
+    kinds flip, false_alarm, miss, random; see botgrpo.tasks.NoisyVerdicts; a code task's
+    line penalties take random or miss, botgrpo.tasks.NoisyLines); "" = the task's own
+    verdicts. Evaluations always read clean verdicts; outcome-only methods (grpo, dapo, ...)
     see no verdicts, so their runs do not depend on it."""
     step_verifier: str = ""
     """Train with step verdicts from a learned verifier instead of the task's: prm:PATH, a

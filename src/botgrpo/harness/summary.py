@@ -157,6 +157,7 @@ def build_summary(
         "auc_differences": auc_diffs,
         "lr_sweep": _sweep_of(lr_sweep, methods) if lr_sweep else None,
         "verdict_noise": cfg.verdict_noise or None,
+        "verdict_noise_on": _noise_target(cfg) if cfg.verdict_noise else None,
         "step_verifier": cfg.step_verifier or None,
         "critic_learning_rate": cfg.critic_learning_rate if "ppo" in methods else None,
     }
@@ -371,7 +372,11 @@ def render_markdown(s: dict) -> str:
         "",
         *(f"- {v}" for v in s["verdict"]),
         "",
-        *([_noise_line(s["verdict_noise"]), ""] if s.get("verdict_noise") else []),
+        *(
+            [_noise_line(s["verdict_noise"], s.get("verdict_noise_on") == "lines"), ""]
+            if s.get("verdict_noise")
+            else []
+        ),
         *(
             [
                 f"Training verdicts: from the learned verifier `{s['step_verifier']}` "
@@ -418,13 +423,24 @@ def _seed_count(s: dict) -> str:
     return f"{text} seed{'s' if high != 1 else ''}"
 
 
-def _noise_line(spec: str) -> str:
-    """What the training verdicts were, for a comparison with noisy verdicts."""
+def _noise_target(cfg) -> str:
+    """What the comparison's verdict noise changes: "lines" (a code task's line penalties,
+    botgrpo.tasks.NoisyLines) or "steps" (step verdicts)."""
+    from botgrpo.tasks import load_task
+
+    own = getattr(load_task(cfg.task), "reward_function", None)
+    return "lines" if callable(own) else "steps"
+
+
+def _noise_line(spec: str, lines: bool = False) -> str:
+    """What the training verdicts were, for a comparison with noisy verdicts (``lines``: the
+    line penalties of a code task)."""
     from botgrpo.tasks.noise import VerdictNoise
 
     return (
-        f"Training verdicts: {VerdictNoise.parse(spec).describe()} (`--verdict-noise {spec}`); "
-        "evaluations read clean verdicts, and outcome-only methods see no verdicts."
+        f"Training verdicts: {VerdictNoise.parse(spec).describe(lines)} "
+        f"(`--verdict-noise {spec}`); evaluations read clean verdicts, and outcome-only "
+        "methods see no verdicts."
     )
 
 

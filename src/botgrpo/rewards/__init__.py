@@ -18,7 +18,8 @@ Layout. The token machinery sits at the top of this package and imports nothing 
 subpackages: :mod:`~botgrpo.rewards.types` (:class:`TokenReward`),
 :mod:`~botgrpo.rewards.spans` (span -> token mapping), :mod:`~botgrpo.rewards.steps` and
 :mod:`~botgrpo.rewards.code_blocks` (finding steps and code in a completion),
-:mod:`~botgrpo.rewards.compose` (composition rules), :mod:`~botgrpo.rewards.calling`
+:mod:`~botgrpo.rewards.compose` (composition rules), :mod:`~botgrpo.rewards.noise` (noisy
+verdicts and line penalties, the controls), :mod:`~botgrpo.rewards.calling`
 (TRL's calling convention), :mod:`~botgrpo.rewards.configs` and
 :mod:`~botgrpo.rewards.validate` (:func:`validate_token_rewards` checks any reward function's
 output). Verdict sources live in subpackages: :mod:`botgrpo.rewards.verifiers` (symbolic step
@@ -50,6 +51,7 @@ from botgrpo.rewards.compose import (
     step_values,
 )
 from botgrpo.rewards.configs import config_from_mapping
+from botgrpo.rewards.noise import VerdictNoise, noisy_line_penalties
 from botgrpo.rewards.recipes import (
     CodeJudgement,
     MathRewardConfig,
@@ -119,6 +121,7 @@ __all__ = [
     "TestOutcome",
     "TokenReward",
     "TokenizedText",
+    "VerdictNoise",
     "analyse_python",
     "check_answer",
     "check_components",
@@ -136,6 +139,7 @@ __all__ = [
     "make_python_code_reward",
     "make_react_code_reward",
     "message_text",
+    "noisy_line_penalties",
     "offsets_from_ids",
     "offsets_from_text",
     "parse_steps",

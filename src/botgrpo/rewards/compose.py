@@ -34,6 +34,7 @@ from typing import Literal
 import numpy as np
 
 from botgrpo.rewards.configs import check_config_types
+from botgrpo.rewards.noise import line_noise
 
 __all__ = [
     "FormatBonusConfig",
@@ -99,11 +100,22 @@ class LineSignalConfig:
     """Divide every line penalty by |E|, the number of flagged lines (bounds the total)."""
     bound: float = 1.0
     """B: the local signal is clamped to [-B, B]."""
+    noise: str = ""
+    """A control: the line penalties changed before they decay, as RATE:KIND with kind
+    ``random`` (each penalty moved to a line drawn at random from the code; ``1:random`` is
+    the random-verdict control) or ``miss`` (each penalty dropped); "" = the checks' own
+    lines (:mod:`botgrpo.rewards.noise`)."""
 
     def __post_init__(self) -> None:
         check_config_types(self)
         _check_window("LineSignalConfig", self.window)
         _check_bound("LineSignalConfig", self.bound)
+        if self.noise:
+            try:
+                spec = line_noise(self.noise)
+            except ValueError as err:
+                raise ValueError(f"LineSignalConfig.noise: {err}") from None
+            object.__setattr__(self, "noise", spec.spec() if spec else "")
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from botgrpo.tasks.chain import ChainArithmetic
 from botgrpo.tasks.columns import ColumnAddition
 from botgrpo.tasks.components import ReactComponents
 from botgrpo.tasks.functions import PythonFunctions
-from botgrpo.tasks.noise import NoisyVerdicts, VerdictNoise
+from botgrpo.tasks.noise import NoisyLines, NoisyVerdicts, VerdictNoise
 from botgrpo.tasks.teacher import Teacher
 
 BUILTIN_TASKS = {
@@ -125,6 +125,7 @@ __all__ = [
     "ChainArithmetic",
     "ColumnAddition",
     "Example",
+    "NoisyLines",
     "NoisyVerdicts",
     "PythonFunctions",
     "ReactComponents",

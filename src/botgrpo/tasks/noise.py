@@ -1,4 +1,4 @@
-"""Noisy step verdicts: any task judged as an imperfect judge or process reward model would.
+"""Noisy verdicts: any task judged as an imperfect judge or process reward model would.
 
 :class:`NoisyVerdicts` wraps an object of the task protocol and changes only the step verdicts
 of its scores, before error propagation and composition turn them into token rewards (where a
@@ -17,6 +17,11 @@ Kinds, at rate ``p`` (each applies to nonzero verdicts; an uncertain 0 stays 0):
   control: token rewards still vary within a group, but carry no information about which
   steps were wrong.
 
+A code task, which trains with its own line recipe, is wrapped by :class:`NoisyLines`
+instead: the noise then changes the recipe's line penalties (kinds ``random``, each penalty
+moved to a line drawn at random, and ``miss``, each penalty dropped; see
+:mod:`botgrpo.rewards.noise`). :func:`with_verdict_noise` picks the wrapper.
+
 The noise of a step is a function of (seed, prompt, completion, step index): the same
 completion gets the same verdicts in every method, every run and every re-scoring (for
 ``random`` with ``share=None``, the odds of a +1 also follow the share of +1 among the
@@ -27,87 +32,12 @@ them).
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import random
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
+from botgrpo.rewards.noise import NOISE_KINDS, VerdictNoise, line_noise, noise_uniforms
 from botgrpo.tasks.base import Example, Score, Task, check_task, score_all
-
-NOISE_KINDS = ("flip", "false_alarm", "miss", "random")
-
-
-@dataclass(frozen=True)
-class VerdictNoise:
-    """What noise a judge adds to step verdicts.
-
-    Attributes:
-        rate: probability p in [0, 1] that the kind's change applies to a verdict.
-        kind: one of :data:`NOISE_KINDS`.
-    """
-
-    rate: float
-    kind: str = "flip"
-
-    def __post_init__(self) -> None:
-        if isinstance(self.rate, bool) or not isinstance(self.rate, int | float):
-            raise ValueError(f"verdict noise rate must be a number in [0, 1], got {self.rate!r}")
-        if not 0.0 <= float(self.rate) <= 1.0:  # also refuses nan
-            raise ValueError(f"verdict noise rate must lie in [0, 1], got {self.rate!r}")
-        if self.kind not in NOISE_KINDS:
-            raise ValueError(
-                f"unknown verdict noise kind {self.kind!r}; use one of {', '.join(NOISE_KINDS)}"
-            )
-
-    @classmethod
-    def parse(cls, text: str) -> VerdictNoise:
-        """``RATE[:KIND]``, e.g. ``0.2`` (flip), ``0.3:miss``, ``1:random``.
-
-        >>> VerdictNoise.parse("0.3:miss")
-        VerdictNoise(rate=0.3, kind='miss')
-        """
-        rate_text, colon, kind = str(text).strip().partition(":")
-        if colon and not kind.strip():
-            raise ValueError(
-                f"verdict noise {text!r}: the kind after ':' is missing; write RATE[:KIND], "
-                f"KIND one of {', '.join(NOISE_KINDS)}"
-            )
-        try:
-            return cls(float(rate_text) + 0.0, kind.strip() or "flip")  # + 0.0: no -0
-        except ValueError as err:
-            reason = (
-                str(err).removeprefix("verdict noise ")
-                if "could not convert" not in str(err)
-                else f"{rate_text!r} is not a rate in [0, 1]"
-            )
-            raise ValueError(
-                f"verdict noise {text!r}: {reason}; write RATE[:KIND], e.g. 0.2 or 0.3:miss"
-            ) from None
-
-    def spec(self) -> str:
-        """The ``RATE:KIND`` text of this noise (inverse of :meth:`parse`)."""
-        return f"{float(self.rate)!r}".removesuffix(".0") + f":{self.kind}"
-
-    def describe(self) -> str:
-        """One phrase for summaries, e.g. ``20% of step verdicts flipped``."""
-        share = f"{self.rate:.0%}"
-        return {
-            "flip": f"{share} of step verdicts flipped",
-            "false_alarm": f"{share} of correct steps judged incorrect",
-            "miss": f"{share} of incorrect steps judged correct",
-            "random": f"{share} of step verdicts drawn at random (independent of correctness)",
-        }[self.kind]
-
-
-def _uniforms(seed: int, prompt: str, completion: str, n: int) -> np.ndarray:
-    """Two uniforms per step, [n, 2], a function of (seed, prompt, completion) only."""
-    digest = hashlib.blake2b(
-        f"{seed}\x00{prompt}\x00{completion}".encode("utf-8", "surrogatepass"), digest_size=16
-    ).digest()
-    return np.random.default_rng(int.from_bytes(digest, "little")).random((n, 2))
 
 
 class NoisyVerdicts:
@@ -151,8 +81,8 @@ class NoisyVerdicts:
         if callable(getattr(task, "reward_function", None)):
             raise ValueError(
                 f"task {task.name!r} trains with its own reward function (the line recipes of "
-                "the code tasks), which step-verdict noise does not reach; use a task whose "
-                "reward comes from its step verdicts (chain, columns, jsonl:PATH, ...)"
+                "the code tasks), which step-verdict noise does not reach; wrap it with "
+                "NoisyLines (with_verdict_noise picks the wrapper)"
             )
         if share is not None and not 0.0 <= share <= 1.0:
             raise ValueError(f"share must lie in [0, 1], got {share!r}")
@@ -199,7 +129,7 @@ class NoisyVerdicts:
         share = self._positive_share(raw.count(1), raw.count(-1))
         self._counts[0] += raw.count(1)
         self._counts[1] += raw.count(-1)
-        u = _uniforms(self.seed, example.prompt, completion, len(raw))
+        u = noise_uniforms(self.seed, (example.prompt, completion), len(raw))
         verdicts = [self._change(v, u[i, 0], u[i, 1], share) for i, v in enumerate(raw)]
         steps = tuple(
             dataclasses.replace(s, verdict=v) if v != s.verdict else s
@@ -230,6 +160,92 @@ class NoisyVerdicts:
         return positive / (positive + negative) if positive + negative else 0.5
 
 
+class NoisyLines:
+    """``task``, a code task that trains with its own line recipe, with noisy line penalties:
+    its reward function gets ``lines.noise`` (:attr:`botgrpo.rewards.LineSignalConfig.noise`),
+    so each line penalty is moved to a line drawn at random (``random``) or dropped (``miss``)
+    with probability ``rate`` before it decays over neighbouring lines. Everything else, the
+    outcome and ``score`` included, is the wrapped task's: outcome-only methods see what they
+    see on the clean task, and evaluations read the clean task (:func:`clean_task`).
+
+    The draws are a function of the code alone, so the same code gets the same noise in every
+    method and run. ``NoisyLines(task, 1.0, "random")`` is the random-verdict control of code:
+    the same number and size of penalties, on lines that say nothing about where the flaw is.
+    """
+
+    wraps_verdicts = True
+
+    def __init__(self, task: Task, rate: float, kind: str = "random") -> None:
+        check_task(task)
+        if not callable(getattr(task, "reward_function", None)):
+            raise ValueError(
+                f"task {task.name!r} has no line recipe of its own: wrap it with NoisyVerdicts "
+                "(with_verdict_noise picks the wrapper)"
+            )
+        if getattr(type(task), "wraps_verdicts", False) or isinstance(task, NoisyVerdicts):
+            raise ValueError("the task already has changed verdicts; wrap the clean task once")
+        noise = line_noise(VerdictNoise(rate, kind))
+        assert noise is not None
+        self.clean = task
+        self.noise = noise
+
+    @property
+    def name(self) -> str:
+        return self.clean.name
+
+    def __getattr__(self, attr: str) -> Any:  # the task's own options and defaults
+        if attr == "clean":  # not set yet (during unpickling): no recursion
+            raise AttributeError(attr)
+        return getattr(self.clean, attr)
+
+    def fingerprint(self) -> str:
+        """The clean task's identity with this noise (the warm start uses the clean task's)."""
+        from botgrpo.tasks.base import task_fingerprint
+
+        return f"{task_fingerprint(self.clean)}|lines {self.noise.spec()}"
+
+    def __repr__(self) -> str:
+        return f"NoisyLines({self.clean!r}, {self.noise.spec()!r})"
+
+    def sample(self, rng: random.Random) -> Example:
+        return self.clean.sample(rng)
+
+    def demonstration(self, example: Example) -> str:
+        return self.clean.demonstration(example)
+
+    def score(self, example: Example, completion: str) -> Score:
+        return self.clean.score(example, completion)
+
+    def score_batch(self, examples: Sequence[Example], completions: Sequence[str]) -> list[Score]:
+        return score_all(self.clean, examples, completions)
+
+    def reward_function(self, tokenizer: Any, config: Any = None):
+        """The clean task's reward function, its ``config`` (None, a mapping or the recipe's
+        config) given this noise on its line penalties."""
+        return self.clean.reward_function(tokenizer, config=_with_line_noise(config, self.noise))
+
+
+def _with_line_noise(config: Any, noise: VerdictNoise) -> Any:
+    """A recipe ``config`` (None, a mapping or a config dataclass) with ``lines.noise`` set."""
+    spec = noise.spec()
+    if config is None:
+        return {"lines": {"noise": spec}}
+    if isinstance(config, Mapping):
+        lines = config.get("lines") or {}
+        if isinstance(lines, Mapping):
+            own = lines.get("noise")
+            lines = {**lines, "noise": spec}
+        else:
+            own, lines = lines.noise, dataclasses.replace(lines, noise=spec)
+        out = {**config, "lines": lines}
+    else:
+        own = config.lines.noise
+        out = dataclasses.replace(config, lines=dataclasses.replace(config.lines, noise=spec))
+    if own and own != spec:
+        raise ValueError(f"the reward config already sets lines.noise={own!r}; give the noise once")
+    return out
+
+
 def clean_task(task: Task) -> Task:
     """The task without noisy or learned verdicts (evaluations and warm starts use it)."""
     while isinstance(task, NoisyVerdicts) or getattr(type(task), "wraps_verdicts", False):
@@ -243,7 +259,21 @@ def with_verdict_noise(task: Task, spec: str | VerdictNoise | None, seed: int = 
     if spec is None or spec == "":
         return task
     noise = spec if isinstance(spec, VerdictNoise) else VerdictNoise.parse(spec)
+    if callable(getattr(task, "reward_function", None)):
+        if seed:
+            raise ValueError(
+                f"task {task.name!r}: the line noise of code is drawn from the code alone; "
+                "leave its seed at 0"
+            )
+        return NoisyLines(task, noise.rate, noise.kind)
     return NoisyVerdicts(task, noise.rate, noise.kind, seed=seed)
 
 
-__all__ = ["NOISE_KINDS", "NoisyVerdicts", "VerdictNoise", "clean_task", "with_verdict_noise"]
+__all__ = [
+    "NOISE_KINDS",
+    "NoisyLines",
+    "NoisyVerdicts",
+    "VerdictNoise",
+    "clean_task",
+    "with_verdict_noise",
+]

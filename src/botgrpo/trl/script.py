@@ -69,9 +69,11 @@ class TrainScriptArguments(ScriptArguments):
     verdict_noise: str | None = field(
         default=None,
         metadata={
-            "help": "Noisy step verdicts for the task's step reward 'task_reward', as "
-            "RATE[:KIND] (e.g. 0.2 = 20% of verdicts flipped; kinds flip, false_alarm, miss, "
-            "random; see botgrpo.tasks.NoisyVerdicts). None: the task's own verdicts."
+            "help": "Noisy verdicts for the task's reward 'task_reward', as RATE[:KIND] "
+            "(e.g. 0.2 = 20% of step verdicts flipped; kinds flip, false_alarm, miss, random; "
+            "a code task's line penalties take random, moved to a random line, or miss, "
+            "dropped; see botgrpo.tasks.NoisyVerdicts, NoisyLines). None: the task's own "
+            "verdicts."
         },
     )
     prompt_column: str = field(
@@ -433,7 +435,7 @@ def check_train_inputs(
                 raise UsageError(f"verdict_noise {args.verdict_noise!r}: {err}") from err
     elif args.verdict_noise is not None:
         raise UsageError(
-            "verdict_noise needs a botgrpo task with step verdicts: set task (e.g. chain)"
+            "verdict_noise needs a botgrpo task with step or line verdicts: set task (e.g. chain)"
         )
     kwargs_by_entry = args.reward_func_kwargs or {}
     if isinstance(kwargs_by_entry, str):

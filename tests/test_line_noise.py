@@ -155,6 +155,12 @@ def test_the_control_moves_a_flagged_slip_on_the_real_toolchain(spec, slip):
         moved += noisy.info["line_penalties"] != checked
         if noisy.info["line_penalties"] != checked:
             assert not np.allclose(noisy.local, clean.local)
+        # the verdicts the reward gave (what diagnose checks against the clean ones) moved too
+        moves = noisy.info["line_moves"]
+        flagged = {k + 1 for k, v in enumerate(clean.info["raw_verdicts"]) if v == -1}
+        assert flagged and flagged <= set(checked)
+        judged = {k + 1 for k, v in enumerate(noisy.info["raw_verdicts"]) if v == -1}
+        assert judged == {moves[line] for line in flagged}
     assert moved >= 6  # a page or a function of 25+ lines: the draw rarely hits the same line
 
 

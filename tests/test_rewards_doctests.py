@@ -13,6 +13,7 @@ MODULES = [
     "botgrpo.rewards.code_blocks",
     "botgrpo.rewards.compose",
     "botgrpo.rewards.configs",
+    "botgrpo.rewards.noise",
     "botgrpo.rewards.spans",
     "botgrpo.rewards.steps",
     "botgrpo.rewards.types",

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -130,6 +130,50 @@ def line_noise(spec: str | VerdictNoise | None) -> VerdictNoise | None:
     return noise
 
 
+def line_moves(
+    lines: Iterable[int],
+    n_lines: int,
+    noise: str | VerdictNoise | None,
+    key: str,
+    seed: int = 0,
+) -> dict[int, int | None]:
+    """Where ``noise`` sends the penalty of each flagged line (1-based): to itself when kept,
+    to a line drawn uniformly from 1..``n_lines`` (``random``), or None when dropped
+    (``miss``), each with the noise's probability. ``key`` (the code) and ``seed`` fix the
+    draws.
+
+    >>> line_moves([4, 9], 12, "", key="code")
+    {4: 4, 9: 9}
+    """
+    flagged = sorted(set(lines))
+    spec = line_noise(noise)
+    if spec is None or spec.rate == 0 or n_lines <= 0:
+        return {line: line for line in flagged}
+    u = noise_uniforms(seed, (key,), len(flagged))
+    out: dict[int, int | None] = {}
+    for line, (draw, where) in zip(flagged, u, strict=True):
+        if draw >= spec.rate:
+            out[line] = line
+        else:
+            out[line] = (
+                None if spec.kind == "miss" else min(1 + math.floor(where * n_lines), n_lines)
+            )
+    return out
+
+
+def apply_line_moves(
+    penalties: Mapping[int, float], moves: Mapping[int, int | None]
+) -> dict[int, float]:
+    """``penalties`` (line -> merged penalty) moved by :func:`line_moves`; penalties moved onto
+    one line add up, a line missing from ``moves`` keeps its penalty."""
+    out: dict[int, float] = {}
+    for line, value in sorted(penalties.items()):
+        to = moves.get(line, line)
+        if to is not None:
+            out[to] = out.get(to, 0.0) + value
+    return dict(sorted(out.items()))
+
+
 def noisy_line_penalties(
     penalties: Mapping[int, float],
     n_lines: int,
@@ -139,28 +183,39 @@ def noisy_line_penalties(
 ) -> dict[int, float]:
     """``penalties`` (1-based line -> merged penalty) with ``noise`` applied: each penalty
     kept, moved to a line drawn uniformly from 1..``n_lines`` (``random``) or dropped
-    (``miss``) with the noise's probability; penalties moved onto one line add up. ``key`` (the
-    code) and ``seed`` fix the draws."""
-    spec = line_noise(noise)
-    if spec is None or spec.rate == 0 or n_lines <= 0 or not penalties:
-        return dict(penalties)
-    items = sorted(penalties.items())
-    u = noise_uniforms(seed, (key,), len(items))
-    out: dict[int, float] = {}
-    for (line, value), (draw, where) in zip(items, u, strict=True):
-        if draw < spec.rate:
-            if spec.kind == "miss":
-                continue
-            line = min(1 + math.floor(where * n_lines), n_lines)
-        out[line] = out.get(line, 0.0) + value
-    return dict(sorted(out.items()))
+    (``miss``) with the noise's probability (:func:`line_moves`)."""
+    return apply_line_moves(penalties, line_moves(penalties, n_lines, noise, key, seed))
+
+
+def moved_verdicts(verdicts: Sequence[int], moves: Mapping[int, int | None]) -> list[int]:
+    """Line verdicts (one per line, in order: -1 flagged, +1 clean, 0 unsure) as the noisy
+    penalties give them: each -1 goes where its line's penalty went (:func:`line_moves`), and a
+    line whose -1 moved away or was dropped reads +1 unless one moved onto it.
+
+    >>> moved_verdicts([1, -1, 1, 1], {2: 4})
+    [1, 1, 1, -1]
+    >>> moved_verdicts([1, -1, 1], {2: None})
+    [1, 1, 1]
+    """
+    out = list(verdicts)
+    flagged = [k for k, v in enumerate(verdicts) if v == -1 and (k + 1) in moves]
+    for k in flagged:
+        out[k] = 1
+    for k in flagged:
+        to = moves[k + 1]
+        if to is not None and 1 <= to <= len(out):
+            out[to - 1] = -1
+    return out
 
 
 __all__ = [
     "LINE_NOISE_KINDS",
     "NOISE_KINDS",
     "VerdictNoise",
+    "apply_line_moves",
+    "line_moves",
     "line_noise",
+    "moved_verdicts",
     "noise_uniforms",
     "noisy_line_penalties",
 ]

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from botgrpo.rewards.calling import resolve_tokenizer, tokenize_completions
+from botgrpo.rewards.noise import moved_verdicts
 from botgrpo.rewards.text import JS_BREAK, line_contents
 from botgrpo.rewards.types import TokenReward
 from botgrpo.tasks.base import Example, Score, StepVerdict, repr_leaving_out
@@ -374,6 +375,8 @@ def make_react_task_reward(task, tokenizer: Any, config=None) -> Callable[..., l
             base = score_react_completion(t, cfg, check=check, block=block)
             bonus = task.solved_weight * score.outcome
             raw = [v.verdict for v in score.steps]  # the line verdicts, before the decay
+            if "line_moves" in base.info:  # noisy lines: the verdicts the reward gave
+                raw = moved_verdicts(raw, base.info["line_moves"])
             info = {**base.info, "solved": score.solved, "raw_verdicts": raw, **score.metrics}
             out.append(TokenReward(outcome=base.outcome + bonus, local=base.local, info=info))
             scores.append(score)

@@ -44,7 +44,7 @@ from botgrpo.rewards.code_blocks import PYTHON_LANGUAGES, CodeBlock, extract_cod
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import check_config_types, config_from_mapping
 from botgrpo.rewards.judges.options import as_judge
-from botgrpo.rewards.noise import noisy_line_penalties
+from botgrpo.rewards.noise import apply_line_moves, line_moves
 from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
 from botgrpo.rewards.types import TokenReward
 from botgrpo.rewards.verifiers.python_diagnostics import (
@@ -222,7 +222,8 @@ def score_python_completion(
         if tests is not None:
             outcome += cfg.tests_weight * tests.fraction
     checked = _line_penalties(block, syntax, diagnostics, tests, judge, cfg)
-    penalties = noisy_line_penalties(checked, block.n_lines, cfg.lines.noise, key=block.code)
+    moves = line_moves(checked, block.n_lines, cfg.lines.noise, key=block.code)
+    penalties = apply_line_moves(checked, moves)
     values = line_values(penalties, block.n_lines, cfg.lines)
     spans = validate_spans(block.line_spans(tokens.text), len(tokens.text), what="line span")
     local = clamp_local(spread_span_scores(tokens.offsets_T2, spans, values), cfg.lines.bound)
@@ -236,6 +237,7 @@ def score_python_completion(
     }
     if cfg.lines.noise:
         info["checked_line_penalties"] = dict(sorted(checked.items()))
+        info["line_moves"] = moves
     return TokenReward(outcome=outcome + judge_term, local=local, info=info)
 
 

@@ -46,7 +46,7 @@ from botgrpo.rewards.code_blocks import CodeBlock, extract_code_block
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import check_config_types, config_from_mapping
 from botgrpo.rewards.judges.options import as_judge
-from botgrpo.rewards.noise import noisy_line_penalties
+from botgrpo.rewards.noise import apply_line_moves, line_moves
 from botgrpo.rewards.recipes.python import CodeJudgement, _as_judgement
 from botgrpo.rewards.recipes.react.checks import (
     ReactCheck,
@@ -245,7 +245,8 @@ def score_react_completion(
     outcome, parts = _global(check, cfg)
     n_lines = count_lines(block.code, JS_BREAK)  # Babel and ESLint end lines at U+2028 too
     checked = _line_penalties(check, judge, n_lines, cfg) if cfg.line_penalties else {}
-    penalties = noisy_line_penalties(checked, n_lines, cfg.lines.noise, key=block.code)
+    moves = line_moves(checked, n_lines, cfg.lines.noise, key=block.code)
+    penalties = apply_line_moves(checked, moves)
     values = line_values(penalties, n_lines, cfg.lines)
     spans = block.line_spans(tokens.text, JS_BREAK)
     spans = validate_spans(spans, len(tokens.text), what="line span")
@@ -264,6 +265,7 @@ def score_react_completion(
     }
     if cfg.lines.noise:
         info["checked_line_penalties"] = dict(sorted(checked.items()))
+        info["line_moves"] = moves
     return TokenReward(outcome=outcome + judge_term + shot_term, local=local, info=info)
 
 

@@ -468,7 +468,8 @@ def main() -> None:
                 builds.append(lambda: otb_config(args))
             # bot's rate comes from the sweep above: checked first only once it has chosen one
             later = [ablation_config] * args.ablation + [control_config] * args.control
-            now = builds + ([lambda b=b: b(args) for b in later] if chosen_rates(args) else [])
+            known = "bot" in chosen_rates(args)
+            now = builds + ([lambda b=b: b(args) for b in later] if known else [])
             from botgrpo.harness.compare import check_inputs
 
             for build in now:  # a bad setting of a later comparison ends before any run

@@ -8,6 +8,7 @@ while the outcome (what outcome-only methods see) is unchanged.
 
 from __future__ import annotations
 
+import itertools
 import pickle
 import random
 from collections import Counter
@@ -215,3 +216,77 @@ def test_a_comparison_on_code_with_the_control_records_it(tmp_path):
     assert stored["bot"]["verdict_noise"] == "1:random" and "verdict_noise" not in stored["grpo"]
     assert json.loads((root / "summary.json").read_text())["verdict_noise_on"] == "lines"
     assert "100% of line penalties moved to a line drawn at random" in summary
+
+
+def test_without_noise_the_reward_is_bit_for_bit_the_recipe_of_before():
+    """The local signal adds the penalties up in the order the checks give them (lint before
+    failing tests): float sums depend on it, so noise "" must not reorder them."""
+    from botgrpo.rewards import (
+        PythonRewardConfig,
+        clamp_local,
+        extract_code_block,
+        line_values,
+        offsets_from_text,
+        spread_span_scores,
+    )
+    from botgrpo.rewards.recipes.python import (
+        TestOutcome,
+        _line_penalties,
+        analyse_python,
+        score_python_completion,
+    )
+
+    code = "import os\n\ndef f(x):\n    y = 1\n    z = q\n    w = r\n    return x\n" * 2
+    text = f"```python\n{code}```"
+    tokens = offsets_from_text(build_char_tokenizer(), text)
+    block = extract_code_block(text)
+    analysis = analyse_python(block.code)
+    cfg = PythonRewardConfig()
+    spans = block.line_spans(text)
+
+    def local(p):
+        values = line_values(p, block.n_lines, cfg.lines)
+        return clamp_local(spread_span_scores(tokens.offsets_T2, spans, values), 1.0)
+
+    reordered = 0
+    for failing in itertools.combinations(range(1, block.n_lines + 1), 2):
+        tests = TestOutcome(1, 3, failing_lines=failing)
+        got = score_python_completion(tokens, cfg, tests=tests, block=block, analysis=analysis)
+        penalties = _line_penalties(block, None, analysis.diagnostics, tests, None, cfg)
+        assert np.array_equal(got.local, local(penalties)), failing
+        reordered += not np.array_equal(local(penalties), local(dict(sorted(penalties.items()))))
+    assert reordered, "no case where the order changes the sum: the check above proves little"
+
+
+def test_an_error_at_the_end_of_input_is_a_verdict_on_the_last_line():
+    """Babel reports an unfinished component's error one line past the end; the recipe puts
+    its penalty on the last line, and the line verdicts say the same (moved with the noise)."""
+    text = "```jsx\nexport default function A() {\n  return <div>\n    <p>Hi</p>\n```"
+    task = load_task("react")
+    [ex] = examples(task, 1)
+    tok = build_char_tokenizer()
+    columns = {
+        "prompts": [ex.prompt],
+        "completions": [text],
+        "completion_ids": [tok(text).input_ids],
+        "answer": [ex.to_row()["answer"]],
+        "meta": [ex.to_row()["meta"]],
+    }
+    [clean] = task.reward_function(tok)(**columns)
+    n = len(clean.info["raw_verdicts"])
+    assert clean.info["compiled"] == 0.0 and n in clean.info["line_penalties"]
+    assert clean.info["raw_verdicts"][-1] == -1
+    [noisy] = with_verdict_noise(task, "1:random").reward_function(tok)(**columns)
+    to = noisy.info["line_moves"][n]
+    assert [k + 1 for k, v in enumerate(noisy.info["raw_verdicts"]) if v == -1] == [to]
+
+
+def test_the_control_checkpoints_so_its_runs_resume_exactly():
+    from botgrpo.harness.config import CompareConfig
+    from botgrpo.harness.runner import RunSpec, _checkpointing
+
+    spec = RunSpec("bot", 0, 4e-4, "m", "r", CompareConfig(checkpoint_every=5, eval_every=5))
+    noisy = with_verdict_noise(load_task("react"), "1:random")
+    assert _checkpointing(spec, noisy)["save_strategy"] == "steps"
+    step_random = with_verdict_noise(load_task("chain"), "1:random")  # a running share: no
+    assert _checkpointing(spec, step_random) == {"save_strategy": "no"}

@@ -182,8 +182,8 @@ class CompareConfig:
     checkpoint kept per run, under RUN/trainer, removed when the run finishes): a run that is
     stopped part-way then resumes from its last checkpoint with the same results instead of
     starting over (docs/compare.md). 0 = never: a stopped run starts over. ppo's runs and
-    those with random verdict noise never save one (a checkpoint does not hold their critic or
-    running verdict counts)."""
+    those with random step-verdict noise never save one (a checkpoint does not hold their
+    critic or running verdict counts); random line noise on a code task does."""
     workers: int = 2
     """Runs in parallel (one CPU thread each)."""
     progress: bool = True

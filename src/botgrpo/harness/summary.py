@@ -157,10 +157,11 @@ def build_summary(
         "auc_differences": auc_diffs,
         "lr_sweep": _sweep_of(lr_sweep, methods) if lr_sweep else None,
         "verdict_noise": cfg.verdict_noise or None,
-        "verdict_noise_on": _noise_target(cfg) if cfg.verdict_noise else None,
         "step_verifier": cfg.step_verifier or None,
         "critic_learning_rate": cfg.critic_learning_rate if "ppo" in methods else None,
     }
+    if cfg.verdict_noise:
+        summary["verdict_noise_on"] = _noise_target(cfg)
     summary["verdict"] = verdict(summary)
     return summary
 
@@ -425,10 +426,14 @@ def _seed_count(s: dict) -> str:
 
 def _noise_target(cfg) -> str:
     """What the comparison's verdict noise changes: "lines" (a code task's line penalties,
-    botgrpo.tasks.NoisyLines) or "steps" (step verdicts)."""
+    botgrpo.tasks.NoisyLines) or "steps" (step verdicts). A task that no longer loads (a
+    re-summary after its data moved) is read by its name: the built-in code tasks change lines."""
     from botgrpo.tasks import load_task
 
-    own = getattr(load_task(cfg.task), "reward_function", None)
+    try:
+        own = getattr(load_task(cfg.task), "reward_function", None)
+    except (ValueError, OSError, ImportError):
+        return "lines" if cfg.task.split(":")[0] in ("react", "python") else "steps"
     return "lines" if callable(own) else "steps"
 
 

@@ -103,8 +103,9 @@ class LineSignalConfig:
     noise: str = ""
     """A control: the line penalties changed before they decay, as RATE:KIND with kind
     ``random`` (each penalty moved to a line drawn at random from the code; ``1:random`` is
-    the random-verdict control) or ``miss`` (each penalty dropped); "" = the checks' own
-    lines (:mod:`botgrpo.rewards.noise`)."""
+    the random-verdict control; penalties that meet on one line add up, and count once for
+    ``normalize``) or ``miss`` (each penalty dropped); "" = the checks' own lines
+    (:mod:`botgrpo.rewards.noise`)."""
 
     def __post_init__(self) -> None:
         check_config_types(self)

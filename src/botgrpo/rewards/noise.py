@@ -164,14 +164,14 @@ def line_moves(
 def apply_line_moves(
     penalties: Mapping[int, float], moves: Mapping[int, int | None]
 ) -> dict[int, float]:
-    """``penalties`` (line -> merged penalty) moved by :func:`line_moves`; penalties moved onto
-    one line add up, a line missing from ``moves`` keeps its penalty."""
+    """``penalties`` (line -> merged penalty) moved by :func:`line_moves`, in their order;
+    penalties moved onto one line add up, a line missing from ``moves`` keeps its penalty."""
     out: dict[int, float] = {}
-    for line, value in sorted(penalties.items()):
+    for line, value in penalties.items():
         to = moves.get(line, line)
         if to is not None:
             out[to] = out.get(to, 0.0) + value
-    return dict(sorted(out.items()))
+    return out
 
 
 def noisy_line_penalties(

@@ -331,14 +331,17 @@ def score_check(example: Example, completion: str, block, check) -> Score:
     if block is None or check is None:
         return Score(0.0, (), False, None, {"compiled": 0.0, "clean": 0.0})
     compiled = check.compiled and check.rendered is True
-    bad_lines = {
-        d.line for d in check.diagnostics if d.severity in ("fatal", "error") and d.line is not None
+    lines = line_contents(block.code, breaks=JS_BREAK)
+    bad_lines = {  # past the end (an error at the end of input): the last line, as the recipe
+        min(max(int(d.line), 1), len(lines))
+        for d in check.diagnostics
+        if d.severity in ("fatal", "error") and d.line is not None
     }
     clean = compiled and not any(d.severity in ("fatal", "error") for d in check.diagnostics)
     solved = compiled and check.blank is False and shows(check.text, example.meta["spec"])
     steps = tuple(
         StepVerdict(block.start + start, block.start + end, -1 if k + 1 in bad_lines else 1)
-        for k, (start, end) in enumerate(line_contents(block.code, breaks=JS_BREAK))
+        for k, (start, end) in enumerate(lines)
     )
     metrics = {"compiled": float(compiled), "clean": float(clean)}
     return Score(float(solved), steps, True, check.text, metrics)

@@ -351,10 +351,11 @@ def score_python_check(completion: str, block, analysis, tests) -> Score:
     compiled = analysis.syntax is None and not failing
     clean = compiled and not any(d.severity in ("fatal", "error") for d in analysis.diagnostics)
     solved = compiled and tests is not None and tests.total > 0 and tests.passed == tests.total
+    lines = line_contents(block.code)
+    bad = {min(max(int(line), 1), len(lines)) for line in bad}  # as the recipe's penalties
     steps = [
-        StepVerdict(a, b, -1 if k + 1 in bad else 1)
-        for k, (a, b) in enumerate(line_contents(block.code))
-        for a, b in [(block.start + a, block.start + b)]
+        StepVerdict(block.start + a, block.start + b, -1 if k + 1 in bad else 1)
+        for k, (a, b) in enumerate(lines)
     ]
     metrics = {"compiled": float(compiled), "clean": float(clean)}
     return Score(float(solved), tuple(steps), True, None, metrics)

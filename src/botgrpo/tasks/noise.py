@@ -48,7 +48,7 @@ class NoisyVerdicts:
     Args:
         task: any object of the task protocol whose reward is built from its step verdicts
             (a task bringing its own ``reward_function``, like the code tasks' line recipes, is
-            refused: the wrapper would not reach its verdicts).
+            refused: :class:`NoisyLines` changes those).
         rate: probability of the kind's change per verdict, in [0, 1].
         kind: ``flip``, ``false_alarm``, ``miss`` or ``random``.
         seed: the noise's seed (the same for every method of a comparison).
@@ -241,7 +241,7 @@ def _with_line_noise(config: Any, noise: VerdictNoise) -> Any:
     else:
         own = config.lines.noise
         out = dataclasses.replace(config, lines=dataclasses.replace(config.lines, noise=spec))
-    if own and own != spec:
+    if own and line_noise(own).spec() != spec:
         raise ValueError(f"the reward config already sets lines.noise={own!r}; give the noise once")
     return out
 

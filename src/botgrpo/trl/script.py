@@ -197,7 +197,7 @@ class TrainScriptArguments(ScriptArguments):
 
             if TASK_REWARD not in self.reward_funcs:
                 raise ValueError(
-                    f"verdict_noise changes the verdicts of the task's step reward: add "
+                    f"verdict_noise changes the step or line verdicts of the task's reward: add "
                     f"{TASK_REWARD!r} to reward_funcs (with a task such as chain), or drop it"
                 )
             self.verdict_noise = VerdictNoise.parse(self.verdict_noise).spec()

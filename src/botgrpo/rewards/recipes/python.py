@@ -106,7 +106,8 @@ class PythonRewardConfig:
     judge_line_scale: float = 0.1
     """A judge's line impact (-1, -2 or -3) times this is its line penalty (paper: /10)."""
     lines: LineSignalConfig = field(default_factory=LineSignalConfig)
-    """Decay window, optional 1/|E| normalisation and bound B of the line signal."""
+    """Decay window, optional 1/|E| normalisation and bound B of the line signal, and the
+    random-line control (``noise``)."""
     name: str = "python_code_reward"
     """``__name__`` of the reward function (TRL logs rewards by it)."""
 
@@ -223,7 +224,7 @@ def score_python_completion(
             outcome += cfg.tests_weight * tests.fraction
     checked = _line_penalties(block, syntax, diagnostics, tests, judge, cfg)
     moves = line_moves(checked, block.n_lines, cfg.lines.noise, key=block.code)
-    penalties = apply_line_moves(checked, moves)
+    penalties = apply_line_moves(checked, moves) if cfg.lines.noise else checked
     values = line_values(penalties, block.n_lines, cfg.lines)
     spans = validate_spans(block.line_spans(tokens.text), len(tokens.text), what="line span")
     local = clamp_local(spread_span_scores(tokens.offsets_T2, spans, values), cfg.lines.bound)

@@ -21,7 +21,9 @@ Per completion:
    per compile error line, the severity weight per ESLint line, ``render_line_penalty`` on the
    line a runtime error was thrown from, the code judge's worst lines (impact -1..-3 times
    ``judge_line_scale``). Decay over w lines, spread onto the tokens of each line through the
-   response's character offsets, clamp to [-B, B]; prose and fences get 0.
+   response's character offsets, clamp to [-B, B]; prose and fences get 0. With
+   ``lines.noise`` (a control), the penalties are first moved or dropped
+   (:mod:`botgrpo.rewards.noise`).
 
 ``line_penalties=False`` is the GRPO baseline: the same G, no local signal.
 """
@@ -114,7 +116,8 @@ class ReactRewardConfig:
     judge_line_scale: float = 0.1
     """A judge's line impact (-1, -2 or -3) times this is its line penalty (paper: /10)."""
     lines: LineSignalConfig = field(default_factory=LineSignalConfig)
-    """Decay window w (3), optional 1/|E| normalisation and bound B of the line signal."""
+    """Decay window w (3), optional 1/|E| normalisation and bound B of the line signal, and
+    the random-line control (``noise``)."""
     name: str = "react_code_reward"
     """``__name__`` of the reward function (TRL logs rewards by it)."""
 
@@ -246,7 +249,7 @@ def score_react_completion(
     n_lines = count_lines(block.code, JS_BREAK)  # Babel and ESLint end lines at U+2028 too
     checked = _line_penalties(check, judge, n_lines, cfg) if cfg.line_penalties else {}
     moves = line_moves(checked, n_lines, cfg.lines.noise, key=block.code)
-    penalties = apply_line_moves(checked, moves)
+    penalties = apply_line_moves(checked, moves) if cfg.lines.noise else checked
     values = line_values(penalties, n_lines, cfg.lines)
     spans = block.line_spans(tokens.text, JS_BREAK)
     spans = validate_spans(spans, len(tokens.text), what="line span")

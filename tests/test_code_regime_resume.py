@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -28,6 +30,15 @@ def load_script():
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def run_script(*args: str) -> subprocess.CompletedProcess:
+    """benchmarks/code_regime.py with ``args``, one thread, offline."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    script = str(ROOT / "benchmarks" / "code_regime.py")
+    return subprocess.run(
+        [sys.executable, script, *args], env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def _state(path: Path, step: int) -> None:
@@ -166,19 +177,7 @@ def test_an_arm_of_its_own_comparison_joins_the_report_without_moving_the_level(
 
 def test_a_bad_otb_rate_ends_before_any_run(tmp_path):
     """--otb's settings are checked with the main comparison's, before anything trains."""
-    import os
-    import subprocess
-
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    script = str(ROOT / "benchmarks" / "code_regime.py")
-    bad = ["--point", "hard", "--otb", "--otb-rates", "0", "--out", str(tmp_path)]
-    done = subprocess.run(
-        [sys.executable, script, *bad],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_script("--point", "hard", "--otb", "--otb-rates", "0", "--out", str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "code_regime.py: error: every lr_sweep rate must be a finite number > 0, got 0.0"
@@ -215,18 +214,7 @@ def test_the_control_joins_the_report_as_bot_on_random_lines(tmp_path):
 
 
 def test_the_extra_arms_belong_to_the_hardest_point(tmp_path):
-    import os
-    import subprocess
-
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    script = str(ROOT / "benchmarks" / "code_regime.py")
-    done = subprocess.run(
-        [sys.executable, script, "--point", "middle", "--control", "--out", str(tmp_path)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = run_script("--point", "middle", "--control", "--out", str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "code_regime.py: error: --otb, --ablation and --control run at the hardest point: "

@@ -15,7 +15,7 @@ import dataclasses
 import importlib
 import typing
 
-from botgrpo.tasks.base import Example, Score, StepVerdict, Task, check_task
+from botgrpo.tasks.base import Example, Score, StepVerdict, Task, VerdictWrapper, check_task
 from botgrpo.tasks.chain import ChainArithmetic
 from botgrpo.tasks.columns import ColumnAddition
 from botgrpo.tasks.components import ReactComponents
@@ -134,6 +134,7 @@ __all__ = [
     "Task",
     "Teacher",
     "VerdictNoise",
+    "VerdictWrapper",
     "builtin_task",
     "check_task",
     "load_task",

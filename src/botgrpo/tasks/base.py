@@ -121,6 +121,32 @@ class Task(Protocol):
         ...
 
 
+class VerdictWrapper:
+    """A task with changed verdicts around ``clean``, the task with its own: the name, the
+    options and defaults (any other attribute), the problems and the demonstrations are the
+    clean task's; a subclass changes ``score`` and ``score_batch``, or the reward function.
+    Evaluations and warm starts read ``clean`` (``botgrpo.tasks.noise.clean_task``)."""
+
+    #: Marks a wrapper whose ``clean`` is the task with its own verdicts.
+    wraps_verdicts = True
+    clean: Task
+
+    @property
+    def name(self) -> str:
+        return self.clean.name
+
+    def __getattr__(self, attr: str) -> Any:  # the task's own options and defaults
+        if attr == "clean":  # not set yet (during unpickling): no recursion
+            raise AttributeError(attr)
+        return getattr(self.clean, attr)
+
+    def sample(self, rng: random.Random) -> Example:
+        return self.clean.sample(rng)
+
+    def demonstration(self, example: Example) -> str:
+        return self.clean.demonstration(example)
+
+
 def score_all(task: Task, examples: Sequence[Example], completions: Sequence[str]) -> list[Score]:
     """``task.score`` of each (example, completion); through ``task.score_batch`` when the task
     has one (code tasks check a whole batch in their worker pools at once)."""

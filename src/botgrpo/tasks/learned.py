@@ -12,21 +12,17 @@ verdicts. ``botgrpo compare --step-verifier prm:PATH`` trains with it.
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Sequence
 from typing import Any
 
-from botgrpo.tasks.base import Example, Score, Task, check_task, score_all
+from botgrpo.tasks.base import Example, Score, Task, VerdictWrapper, check_task, score_all
 
 #: The spec prefix of a PRM folder (token_classification layout, CPU, default threshold).
 PRM_PREFIX = "prm:"
 
 
-class LearnedVerdicts:
+class LearnedVerdicts(VerdictWrapper):
     """``task`` with its step verdicts from ``verifier`` (see the module docstring)."""
-
-    #: Marks a wrapper whose ``clean`` is the task with its own verdicts.
-    wraps_verdicts = True
 
     def __init__(self, task: Task, verifier: Any, spec: str = "") -> None:
         check_task(task)
@@ -40,15 +36,6 @@ class LearnedVerdicts:
             raise ValueError("a step verifier needs judge_many(problems, steps_lists)")
         self.clean, self.verifier, self.spec = task, verifier, spec
 
-    @property
-    def name(self) -> str:
-        return self.clean.name
-
-    def __getattr__(self, attr: str) -> Any:
-        if attr == "clean":
-            raise AttributeError(attr)
-        return getattr(self.clean, attr)
-
     def __repr__(self) -> str:
         return f"LearnedVerdicts({self.clean!r}, {self.spec!r})"
 
@@ -56,12 +43,6 @@ class LearnedVerdicts:
         from botgrpo.tasks.base import task_fingerprint
 
         return f"{task_fingerprint(self.clean)}|{self.spec}"
-
-    def sample(self, rng: random.Random) -> Example:
-        return self.clean.sample(rng)
-
-    def demonstration(self, example: Example) -> str:
-        return self.clean.demonstration(example)
 
     def score(self, example: Example, completion: str) -> Score:
         return self.score_batch([example], [completion])[0]

@@ -32,15 +32,14 @@ them).
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from botgrpo.rewards.noise import NOISE_KINDS, VerdictNoise, line_noise, noise_uniforms
-from botgrpo.tasks.base import Example, Score, Task, check_task, score_all
+from botgrpo.tasks.base import Example, Score, Task, VerdictWrapper, check_task, score_all
 
 
-class NoisyVerdicts:
+class NoisyVerdicts(VerdictWrapper):
     """``task`` judged by a noisy judge: the same task, with step verdicts changed by
     :class:`VerdictNoise` (see the module docstring). Everything but ``score`` (and
     ``score_batch``) is the wrapped task's, attribute lookups included.
@@ -92,15 +91,6 @@ class NoisyVerdicts:
         self.share = share
         self._counts = [0, 0]  # clean +1 and -1 verdicts judged so far (for share=None)
 
-    @property
-    def name(self) -> str:
-        return self.clean.name
-
-    def __getattr__(self, attr: str) -> Any:  # the task's own options and defaults
-        if attr == "clean":  # not set yet (during unpickling): no recursion
-            raise AttributeError(attr)
-        return getattr(self.clean, attr)
-
     def fingerprint(self) -> str:
         """The clean task's identity with this noise (the warm start uses the clean task's)."""
         from botgrpo.tasks.base import task_fingerprint
@@ -109,12 +99,6 @@ class NoisyVerdicts:
 
     def __repr__(self) -> str:
         return f"NoisyVerdicts({self.clean!r}, {self.noise.spec()!r}, seed={self.seed})"
-
-    def sample(self, rng: random.Random) -> Example:
-        return self.clean.sample(rng)
-
-    def demonstration(self, example: Example) -> str:
-        return self.clean.demonstration(example)
 
     def score(self, example: Example, completion: str) -> Score:
         return self.noisy(example, completion, self.clean.score(example, completion))
@@ -160,7 +144,7 @@ class NoisyVerdicts:
         return positive / (positive + negative) if positive + negative else 0.5
 
 
-class NoisyLines:
+class NoisyLines(VerdictWrapper):
     """``task``, a code task that trains with its own line recipe, with noisy line penalties:
     its reward function gets ``lines.noise`` (:attr:`botgrpo.rewards.LineSignalConfig.noise`),
     so each line penalty is moved to a line drawn at random (``random``) or dropped (``miss``)
@@ -173,8 +157,6 @@ class NoisyLines:
     the same number and size of penalties, on lines that say nothing about where the flaw is.
     """
 
-    wraps_verdicts = True
-
     def __init__(self, task: Task, rate: float, kind: str = "random") -> None:
         check_task(task)
         if not callable(getattr(task, "reward_function", None)):
@@ -182,21 +164,12 @@ class NoisyLines:
                 f"task {task.name!r} has no line recipe of its own: wrap it with NoisyVerdicts "
                 "(with_verdict_noise picks the wrapper)"
             )
-        if getattr(type(task), "wraps_verdicts", False) or isinstance(task, NoisyVerdicts):
+        if isinstance(task, VerdictWrapper):
             raise ValueError("the task already has changed verdicts; wrap the clean task once")
         noise = line_noise(VerdictNoise(rate, kind))
         assert noise is not None
         self.clean = task
         self.noise = noise
-
-    @property
-    def name(self) -> str:
-        return self.clean.name
-
-    def __getattr__(self, attr: str) -> Any:  # the task's own options and defaults
-        if attr == "clean":  # not set yet (during unpickling): no recursion
-            raise AttributeError(attr)
-        return getattr(self.clean, attr)
 
     def fingerprint(self) -> str:
         """The clean task's identity with this noise (the warm start uses the clean task's)."""
@@ -206,12 +179,6 @@ class NoisyLines:
 
     def __repr__(self) -> str:
         return f"NoisyLines({self.clean!r}, {self.noise.spec()!r})"
-
-    def sample(self, rng: random.Random) -> Example:
-        return self.clean.sample(rng)
-
-    def demonstration(self, example: Example) -> str:
-        return self.clean.demonstration(example)
 
     def score(self, example: Example, completion: str) -> Score:
         return self.clean.score(example, completion)
@@ -248,7 +215,7 @@ def _with_line_noise(config: Any, noise: VerdictNoise) -> Any:
 
 def clean_task(task: Task) -> Task:
     """The task without noisy or learned verdicts (evaluations and warm starts use it)."""
-    while isinstance(task, NoisyVerdicts) or getattr(type(task), "wraps_verdicts", False):
+    while isinstance(task, VerdictWrapper):
         task = task.clean
     return task
 

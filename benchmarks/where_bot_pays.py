@@ -191,24 +191,38 @@ def stored_settings() -> list[Setting]:
     return out
 
 
+#: The BoT arms of a code regime report that the map holds against GRPO: arm -> (id suffix,
+#: label suffix, the verdict noise diagnose measures it with, w_s).
+CODE_REGIME_ARMS = {
+    "bot": ("", "", "", 0.5),
+    "bot random lines": ("-random", ", line verdicts 1:random", "1:random", 0.5),
+    "bot w_s=0": ("-ws0", ", w_s 0", "", 0.0),
+}
+
+
 def code_regime_settings() -> list[Setting]:
     """The long code settings' comparisons (benchmarks/code_regime.py), where finished and
-    where BoT's speedup to the half-way level was measured (both methods learned)."""
+    where the arm's speedup over GRPO to the half-way level was measured (both learned): BoT,
+    and at the hardest point its random-line control and its w_s = 0 ablation."""
     out = []
     for report in sorted(RECORDS.glob("regime-*-report.json")):
         data = json.loads(report.read_text())
         for pair in data.get("pairs", []):
-            if pair["arm"] != "bot" or pair["baseline"] != "grpo":
+            if pair["arm"] not in CODE_REGIME_ARMS or pair["baseline"] != "grpo":
                 continue
+            suffix, label, noise, w_s = CODE_REGIME_ARMS[pair["arm"]]
             sp = (pair.get("speedup") or {}).get("half-way")
             low, high = pair["auc_diff"][1], pair["auc_diff"][2]
             if sp is None or low is None:
-                print(f"where_bot_pays: {report.name} has no speedup with an interval: left out")
+                print(
+                    f"where_bot_pays: {report.name}, {pair['arm']}: no speedup with an "
+                    "interval: left out"
+                )
                 continue
             out.append(
                 Setting(
-                    data["id"],
-                    data["label"],
+                    data["id"] + suffix,
+                    data["label"] + label,
                     "code-regime.md",
                     data["task"],
                     data["model"],
@@ -216,6 +230,9 @@ def code_regime_settings() -> list[Setting]:
                         "speedup": _speedup(sp["ratio"], sp["low"], sp["high"], sp["censoring"]),
                         "auc_diff": _auc(pair["auc_diff"][0], low, high),
                     },
+                    verdict_noise=noise,
+                    w_s=w_s,
+                    exact_verdicts=not noise,
                 )
             )
     return out
@@ -272,6 +289,8 @@ RECORDED = {
 def recorded_first_step(setting_id: str) -> dict | None:
     """GRPO's groups without signal and BoT's local share at the first training step of the
     setting's stored runs (the test seeds), where its records are kept."""
+    # else a code regime comparison: react-pages-hard in regime-hard, its control
+    # react-pages-hard-random in regime-hard-random
     folder = RECORDS / RECORDED.get(setting_id, f"regime-{setting_id.removeprefix('react-pages-')}")
     runs = sorted((folder / "runs").glob("*/metrics.jsonl")) if folder.is_dir() else []
     zero, share = [], []

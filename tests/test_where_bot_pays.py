@@ -147,3 +147,29 @@ def test_bad_inputs_end_in_one_line_and_write_nothing(tmp_path, capsys, extra, s
     assert exit_info.value.code == 2
     assert says in capsys.readouterr().err.strip().splitlines()[-1]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_code_regime_arms_join_the_map_with_their_verdicts(tmp_path, monkeypatch):
+    """bot, its random-line control and its w_s = 0 ablation, each against grpo, become
+    settings diagnosed with the verdicts and w_s they trained with; other pairs do not."""
+    script = load_script()
+    speed = {"half-way": {"ratio": 1.2, "low": 1.1, "high": 1.3, "censoring": ""}}
+    pairs = [
+        {"arm": arm, "baseline": base, "speedup": speed, "auc_diff": [0.1, 0.05, 0.15]}
+        for arm, base in (
+            ("bot", "grpo"),
+            ("bot random lines", "grpo"),
+            ("bot w_s=0", "grpo"),
+            ("bot", "bot random lines"),
+            ("otb", "grpo"),
+        )
+    ]
+    report = {"id": "react-pages-hard", "label": "pages", "task": "react:x", "model": "warm:p"}
+    (tmp_path / "regime-hard-report.json").write_text(json.dumps({**report, "pairs": pairs}))
+    monkeypatch.setattr(script, "RECORDS", tmp_path)
+    got = {s.id: s for s in script.code_regime_settings()}
+    assert set(got) == {"react-pages-hard", "react-pages-hard-random", "react-pages-hard-ws0"}
+    control = got["react-pages-hard-random"]
+    assert (control.verdict_noise, control.exact_verdicts, control.w_s) == ("1:random", False, 0.5)
+    assert control.label == "pages, line verdicts 1:random"
+    assert (got["react-pages-hard-ws0"].w_s, got["react-pages-hard"].exact_verdicts) == (0.0, True)

@@ -414,8 +414,9 @@ def main() -> None:
         "--otb-rates",
         type=float,
         nargs="+",
-        default=[1e-4, 2e-4, 4e-4],
-        help="otb's rate grid (at 4e-4 it broke down by step 10 here; on chain it chose 2e-4)",
+        default=[2.5e-5, 5e-5, 1e-4, 4e-4],
+        help="otb's rate grid (here it broke down at 4e-4 by step 10 and at 1e-4 by step 30; on "
+        "chain it chose 2e-4)",
     )
     parser.add_argument("--workers", type=int, default=2, help="runs at a time")
     parser.add_argument(

@@ -1,8 +1,9 @@
 """Longer Python functions: one built from several helpers (``python:helpers=N``).
 
 A prompt names a function, the helpers whose results it returns, and example calls; a
-completion is one fenced ``python`` block of about 15-40 lines (3 helpers: 25-35) defining
-every helper, each with its loop and branch, then the function that calls them::
+completion is one fenced ``python`` block of about 8 lines a helper (16-48 lines; 3 helpers:
+24-26) defining every helper, each with its loop and branch, then the function that calls
+them::
 
     prompt:      def summary(nums, t):
                      returns [count_above(nums, t), sum_evens(nums)]

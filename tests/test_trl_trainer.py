@@ -192,6 +192,7 @@ def test_metrics_reach_tensorboard(tiny_model_dir, tiny_tokenizer, cpu_config, t
     wanted = {
         "train/bot/token_reward/mean",
         "train/bot/local_share",
+        "train/bot/return_local_share",
         "train/bot/advantage/mean",
         "train/bot/advantage/std",
         "train/bot/advantage/abs_mean",

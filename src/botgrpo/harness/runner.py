@@ -43,6 +43,7 @@ TRAIN_KEYS = (
     "reward",
     "bot/frac_zero_signal_groups",
     "bot/local_share",
+    "bot/return_local_share",
     "bot/advantage/abs_mean",
     "completions/mean_length",
     "clip_ratio/region_mean",

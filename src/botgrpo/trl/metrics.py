@@ -7,6 +7,12 @@ rollouts are spread over processes. Definitions (``docs/trainer/metrics.md``):
 - ``bot/token_reward/mean``: mean token reward r_t over the bag (all scored completion tokens).
 - ``bot/local_share``: sum |token part| / (sum |outcome part| + sum |token part|) over the bag:
   0 = outcome only, 1 = local signal only.
+- ``bot/return_local_share``: sum_i |sum_t token part| / (sum_i |outcome part| + sum_i |sum_t
+  token part|) over the scorable completions: the token parts' share of the first token's
+  reward-to-go G_0 = outcome + sum_t token part, what the reward-to-go presets (``otb``,
+  ``reinforce_pp``, ``ppo``; the outcome counted once, on the last token) rank rollouts by. It
+  grows with the completion's length where ``bot/local_share`` does not: near 1, the summed
+  token parts, not the outcome, decide a rollout's return.
 - ``bot/advantage/mean``, ``/std``, ``/abs_mean``: over the loss tokens (TRL's loss mask).
 - ``bot/frac_zero_signal_groups``: share of prompt groups whose advantages are all 0.
 """
@@ -25,6 +31,8 @@ _COLUMNS = (
     "reward_sum",
     "outcome_abs",
     "local_abs",
+    "outcome_once_abs",
+    "local_sum_abs",
     "loss_tokens",
     "adv_sum",
     "adv_sq",
@@ -35,8 +43,9 @@ _COLUMNS = (
 
 
 def rollout_sums(tb: TokenBatch, adv_BT: Tensor, loss_mask_BT: Tensor, group_B: Tensor) -> Tensor:
-    """float64 [B, 10]: the per-rollout sums every metric is built from."""
+    """float64 [B, 12]: the per-rollout sums every metric is built from."""
     bag = tb.mask_BT.double()
+    scored_B = bag.sum(1) > 0
     loss = loss_mask_BT.double()
     adv = adv_BT.double()
     return torch.stack(
@@ -45,6 +54,8 @@ def rollout_sums(tb: TokenBatch, adv_BT: Tensor, loss_mask_BT: Tensor, group_B: 
             (tb.rewards_BT * bag).sum(1),
             tb.outcome_B.abs() * bag.sum(1),
             (tb.local_BT.abs() * bag).sum(1),
+            tb.outcome_B.abs() * scored_B,
+            (tb.local_BT * bag).sum(1).abs(),
             loss.sum(1),
             (adv * loss).sum(1),
             (adv**2 * loss).sum(1),
@@ -63,6 +74,7 @@ def step_metrics(sums_NC: Tensor) -> dict[str, float]:
     bag = max(total["bag"], 1.0)
     tokens = max(total["loss_tokens"], 1.0)
     magnitude = total["outcome_abs"] + total["local_abs"]
+    returns = total["outcome_once_abs"] + total["local_sum_abs"]
     adv_mean = total["adv_sum"] / tokens
     groups, group_N = torch.unique(col["group"], return_inverse=True)
     signal_G = torch.zeros(groups.shape[0], dtype=torch.float64).scatter_reduce_(
@@ -71,6 +83,7 @@ def step_metrics(sums_NC: Tensor) -> dict[str, float]:
     return {
         "bot/token_reward/mean": total["reward_sum"] / bag,
         "bot/local_share": total["local_abs"] / magnitude if magnitude > 0 else 0.0,
+        "bot/return_local_share": total["local_sum_abs"] / returns if returns > 0 else 0.0,
         "bot/advantage/mean": adv_mean,
         "bot/advantage/std": max(total["adv_sq"] / tokens - adv_mean**2, 0.0) ** 0.5,
         "bot/advantage/abs_mean": total["adv_abs"] / tokens,

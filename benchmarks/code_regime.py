@@ -323,8 +323,68 @@ def report(args, point: str) -> dict:
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2))
     stem.with_suffix(".md").write_text(code_tasks.render(result) + render_costs(costs))
     code_tasks.plot(curves, arms, result, stem.with_suffix(".png"))
+    if point == "hard":
+        plot_sweeps(args, Path(args.out) / "regime-hard-sweeps.png")
     print(code_tasks.render(result) + render_costs(costs))
     return result
+
+
+def _sweep_runs(folder: Path) -> dict[tuple[str, float], list[list[dict]]]:
+    """(method, rate) -> each sweep run's records (finished or not), from ``folder/sweep``."""
+    out: dict[tuple[str, float], list[list[dict]]] = {}
+    for metrics in sorted(folder.glob("sweep/*/metrics.jsonl")):
+        records = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+        if records:
+            out.setdefault((records[0]["method"], float(records[0]["lr"])), []).append(records)
+    return out
+
+
+def _mean_curve(runs: list[list[dict]], kind: str, key: str) -> tuple[list[int], np.ndarray]:
+    """Steps every run recorded ``key`` at, and the runs' mean there."""
+    by_run = [
+        {r["step"]: r[key] for r in run if r.get("kind") == kind and key in r} for run in runs
+    ]
+    steps = sorted(set.intersection(*(set(d) for d in by_run)))
+    return steps, np.array([[d[s] for s in steps] for d in by_run]).mean(0)
+
+
+def plot_sweeps(args, path: Path) -> bool:
+    """The hardest point's validation sweeps, every method and rate: compile rate and
+    completion length (mean over the sweep seeds); False when no sweep is recorded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    runs: dict[tuple[str, float], list[list[dict]]] = {}
+    for folder in ("regime-hard", *EXTRA_ARMS.values()):
+        runs.update(_sweep_runs(Path(args.out) / folder))
+    if not runs:
+        return False
+    fig, (rate_ax, len_ax) = plt.subplots(1, 2, figsize=(12, 4.2))
+    colors = {"grpo": "tab:green", "bot": "tab:blue", "otb": "tab:red"}
+    styles = ("-", "--", ":", "-.")
+    for (method, lr), seeds in sorted(runs.items(), key=lambda kv: (kv[0][0], -kv[0][1])):
+        rank = sorted((r for m, r in runs if m == method), reverse=True).index(lr)
+        look = {"color": colors.get(method), "ls": styles[rank % len(styles)]}
+        label = f"{method} {lr:g} ({len(seeds)} seeds)"
+        steps, values = _mean_curve(seeds, "eval", METRIC)
+        rate_ax.plot(steps, values, marker=".", label=label, **look)
+        steps, values = _mean_curve(seeds, "train", "completions/mean_length")
+        len_ax.plot(steps, values, label=label, **look)
+    rate_ax.set_ylabel(f"{METRIC.replace('_', ' ')} (validation problems)")
+    len_ax.set_ylabel("completion length, tokens (training batches)")
+    for ax in (rate_ax, len_ax):
+        ax.set_xlabel("optimizer step")
+        ax.grid(alpha=0.3)
+    rate_ax.set_ylim(-0.02, 1.0)
+    len_ax.set_ylim(bottom=0)
+    rate_ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"{POINTS['hard']}: validation sweeps (mean over the sweep's seeds)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
 
 
 def render_costs(costs: dict) -> str:

@@ -221,3 +221,33 @@ def test_the_extra_arms_belong_to_the_hardest_point(tmp_path):
         "--point hard"
     ]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_sweeps_figure_reads_every_arm_finished_or_not(tmp_path):
+    """The hardest point's sweeps in one figure: the main comparison's and each extra arm's,
+    a run stopped part-way drawn up to the steps all its rate's seeds reached."""
+    import json
+    import shutil
+
+    script = load_script()
+    args = argparse.Namespace(out=str(tmp_path))
+    assert script.plot_sweeps(args, tmp_path / "none.png") is False
+    stored = ROOT / "benchmarks" / "records" / "regime-hard" / "sweep"
+    for run in ("grpo-lr0.0004-s0", "bot-lr0.0004-s0"):
+        (tmp_path / "regime-hard" / "sweep" / run).mkdir(parents=True)
+        shutil.copy(stored / run / "metrics.jsonl", tmp_path / "regime-hard" / "sweep" / run)
+    records = [json.loads(x) for x in (stored / "bot-lr0.0004-s0" / "metrics.jsonl").open()]
+    for seed, last in ((0, 50), (1, 12)):  # the second seed stopped at step 12
+        run = tmp_path / "regime-hard-otb" / "sweep" / f"otb-lr1e-05-s{seed}"
+        run.mkdir(parents=True)
+        kept = [{**r, "method": "otb", "lr": 1e-5} for r in records if r["step"] <= last]
+        (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    runs = script._sweep_runs(tmp_path / "regime-hard-otb")
+    assert list(runs) == [("otb", 1e-5)] and len(runs["otb", 1e-5]) == 2
+    steps, mean = script._mean_curve(runs["otb", 1e-5], "eval", "sampled_compiled")
+    assert steps == [0, 5, 10]
+    full = [r["sampled_compiled"] for r in records if r.get("kind") == "eval"][:3]
+    assert mean.tolist() == full
+    assert script.plot_sweeps(args, tmp_path / "sweeps.png") is True
+    png = (tmp_path / "sweeps.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000

@@ -73,6 +73,13 @@ def test_pipeline_at_a_tiny_budget_with_a_user_task(tmp_path, capsys):
     done = {p: p.stat().st_mtime for p in root.glob("runs/*/done.json")}
     compare(cfg)
     assert {p: p.stat().st_mtime for p in root.glob("runs/*/done.json")} == done
+    # ... and the wall time of the command that trained them is kept, this one's added
+    again = json.loads((root / "summary.json").read_text())
+    assert again["wall_seconds"] >= data["wall_seconds"] > 0
+    assert again["wall_seconds"] == pytest.approx(
+        data["wall_seconds"] + again["wall_seconds_command"], abs=0.11
+    )
+    assert f"Wall time {again['wall_seconds'] / 60:.1f} min" in (root / "summary.md").read_text()
 
 
 def _from_own_checkpoint(tmp_path, **options) -> CompareConfig:

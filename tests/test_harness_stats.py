@@ -183,7 +183,17 @@ def test_summary_gives_a_runs_own_time_besides_the_commands(tmp_path):
     records = _records({"grpo": [[0.1, 0.2, 0.5, 0.7, 0.7]], "bot": [[0.1, 0.5, 0.7, 0.7, 0.7]]})
     runs = {"grpo": [120.0], "bot": [240.0]}
     text = render_markdown(build_summary(records, _cfg(1), {}, seconds=3.0, run_seconds=runs))
-    assert "Wall time 0.1 min; a run takes 3.0 min on average (runs finished before were" in text
+    assert (
+        "Wall time 0.1 min (runs finished before were reused, not rerun); a run takes 3.0" in text
+    )
+    resumed = build_summary(
+        records, _cfg(1), {}, seconds=3.0, run_seconds=runs, earlier_seconds=357.0
+    )
+    assert resumed["wall_seconds"] == 360.0 and resumed["wall_seconds_command"] == 3.0
+    assert (
+        "Wall time 6.0 min, 0.1 of them this command's (runs finished before were reused, not "
+        "rerun); a run takes 3.0 min on average." in render_markdown(resumed)
+    )
     fresh = render_markdown(build_summary(records, _cfg(1), {}, seconds=300.0, run_seconds=runs))
     assert "a run takes 3.0 min on average." in fresh and "reused" not in fresh
     assert "a run takes" not in render_markdown(build_summary(records, _cfg(1), {}, seconds=3.0))

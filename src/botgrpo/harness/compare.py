@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import multiprocessing
 import os
 import random
@@ -390,6 +391,7 @@ def compare(cfg: CompareConfig, task=None) -> Path:
         model_path = planned_checkpoint(cfg, task)
     check_resumable(cfg, root, model_path)
     with own_folder(root, "comparison", command_line(), what="comparison folder"):
+        earlier = _earlier_wall_seconds(root / "summary.json")
         atomic_write_text(root / "config.json", json.dumps(cfg.__dict__, indent=2, default=list))
         if not cfg.init_model:
             model_path = starting_checkpoint(cfg, task)
@@ -407,6 +409,7 @@ def compare(cfg: CompareConfig, task=None) -> Path:
             seconds=time.perf_counter() - start,
             run_seconds=_run_seconds(specs),
             lr_sweep=sweep,
+            earlier_seconds=earlier,
         )
         thresholds = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
         title = f"{cfg.name}: {cfg.task}"
@@ -414,6 +417,15 @@ def compare(cfg: CompareConfig, task=None) -> Path:
         if sweep is not None:
             plot_lr_sweep(sweep, root / "lr_sweep.png")
     return summary
+
+
+def _earlier_wall_seconds(path: Path) -> float:
+    """The wall time an earlier command's summary in this folder recorded (0 without one)."""
+    try:
+        seconds = float(json.loads(path.read_text())["wall_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+    return seconds if math.isfinite(seconds) and seconds > 0 else 0.0
 
 
 def _run_seconds(specs: list[RunSpec]) -> dict[str, list[float]]:

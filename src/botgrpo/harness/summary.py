@@ -107,9 +107,12 @@ def build_summary(
     seconds: float,
     run_seconds: dict[str, list[float]] | None = None,
     lr_sweep: dict | None = None,
+    earlier_seconds: float = 0.0,
 ) -> dict:
     """Every number of the summary as a JSON-ready dict (the content of summary.json);
-    ``lr_sweep`` is the learning-rate sweep's report (lr_sweep.json) when rates were swept."""
+    ``lr_sweep`` is the learning-rate sweep's report (lr_sweep.json) when rates were swept.
+    ``seconds`` is this command's wall time, ``earlier_seconds`` that of the earlier commands
+    whose summaries this folder held (a resumed comparison adds its own to theirs)."""
     curves = eval_curves(records, cfg.metric)
     lv = stats.levels(curves, _problems(cfg), cfg.thresholds)
     steps_at = {t: stats.crossings(curves, t) for t in lv.thresholds}
@@ -145,7 +148,8 @@ def build_summary(
         "eval_every": cfg.eval_every,
         "problems_per_evaluation": _problems(cfg),
         "n_seeds": cfg.seeds,
-        "wall_seconds": round(seconds, 1),
+        "wall_seconds": round(seconds + earlier_seconds, 1),
+        "wall_seconds_command": round(seconds, 1),
         "start": lv.start,
         "plateau": lv.plateau,
         "evaluation_se": lv.se,
@@ -450,17 +454,22 @@ def _noise_line(spec: str, lines: bool = False) -> str:
 
 
 def _wall_line(s: dict) -> str:
-    """This command's wall time, and a run's own: a resumed comparison reuses finished runs."""
+    """The wall time of the commands that built the folder, this command's share when earlier
+    ones count too, and a run's own: a resumed comparison reuses finished runs."""
     per_run = [
         info["wall_seconds_per_run"]
         for info in s["methods"].values()
         if info.get("wall_seconds_per_run")
     ]
+    command = s.get("wall_seconds_command", s["wall_seconds"])
     line = f"Wall time {s['wall_seconds'] / 60:.1f} min"
+    if command < s["wall_seconds"]:
+        line += f", {command / 60:.1f} of them this command's"
+    reused = bool(per_run) and command < 0.5 * min(per_run)  # far under one run
+    if reused:
+        line += " (runs finished before were reused, not rerun)"
     if per_run:
         line += f"; a run takes {np.mean(per_run) / 60:.1f} min on average"
-        if s["wall_seconds"] < 0.5 * min(per_run):  # far under one run: runs were reused
-            line += " (runs finished before were reused, not rerun)"
     return line + "."
 
 
@@ -473,10 +482,17 @@ def write_summary(
     seconds: float,
     run_seconds: dict[str, list[float]] | None = None,
     lr_sweep: dict | None = None,
+    earlier_seconds: float = 0.0,
 ) -> Path:
     """Write summary.md (``out``) and summary.json beside it, print the markdown."""
     summary = build_summary(
-        records, cfg, lrs, seconds=seconds, run_seconds=run_seconds, lr_sweep=lr_sweep
+        records,
+        cfg,
+        lrs,
+        seconds=seconds,
+        run_seconds=run_seconds,
+        lr_sweep=lr_sweep,
+        earlier_seconds=earlier_seconds,
     )
     atomic_write_text(out.with_suffix(".json"), json.dumps(summary, indent=2))
     text = render_markdown(summary)

@@ -76,6 +76,9 @@ def test_group_figures_on_rollouts_with_known_answers():
     # |outcome part|: w_g G = 3 on each of rollout 0's 3 tokens = 9
     local_abs = 0.5 * (2 + 2 + 3)  # |w_s S_t| on rollouts 1, 4, 5
     assert figures["local_share"]["value"] == pytest.approx(local_abs / (9 + local_abs))
+    # the first token's return: each outcome once (3 on rollout 0), each rollout's local sum
+    local_sums = 0.5 * 2 + 0.5 * 2 + 0.5 * 3  # |sum_t w_s S_t| on rollouts 1, 4, 5
+    assert figures["return_local_share"]["value"] == pytest.approx(local_sums / (3 + local_sums))
     assert figures["solved"]["value"] == pytest.approx(1 / 6)
     low, high = figures["grpo_no_signal"]["low"], figures["grpo_no_signal"]["high"]
     assert 0 <= low <= figures["grpo_no_signal"]["value"] <= high <= 1
@@ -288,7 +291,10 @@ def test_diagnose_on_the_shipped_chain_warm_start(tmp_path, capsys):
     assert f["grpo_no_signal"]["low"] <= 0.75 <= f["grpo_no_signal"]["high"]
     assert f["local_share"]["low"] - 0.01 <= 0.041 <= f["local_share"]["high"] + 0.01
     assert f["bot_no_signal"]["value"] == 0.0
+    # summed over a completion the step signal outweighs an outcome counted once
+    assert f["local_share"]["value"] < 0.5 < f["return_local_share"]["value"] < 1
     assert "Try:" in render_diagnosis(result)
+    assert "share of the first token's return" in out
 
 
 BROKEN = textwrap.dedent(

@@ -241,6 +241,13 @@ def render_diagnosis(result: dict) -> str:
         f"| BoT groups with no signal | {_interval(f['bot_no_signal'])} |",
         f"| local signal's share of BoT's reward | {_interval(f['local_share'], '.3f')} |",
         f"| local signal's spread in a group (sd of w_s S_t) | {_interval(f['local_spread'], '.3f')} |",
+    ]
+    if "return_local_share" in f:  # diagnoses stored before it was measured lack it
+        lines.append(
+            "| local signal's share of the first token's return (otb, reinforce_pp, ppo) | "
+            f"{_interval(f['return_local_share'], '.3f')} |"
+        )
+    lines += [
         f"| solved | {_interval(f['solved'])} |",
         f"| tokens per completion (mean, p90) | {result['lengths']['mean_tokens']:.0f}, "
         f"{result['lengths']['p90_tokens']:.0f} |",

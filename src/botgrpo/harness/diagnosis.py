@@ -13,7 +13,10 @@ over prompts:
 - ``local_share``: sum |w_s S_t| / (sum |outcome part| + sum |w_s S_t|) over the bag (the
   trainer's ``bot/local_share``) and ``local_spread``: the standard deviation of w_s S_t over
   all tokens of a group's bag, averaged over groups (0: the local signal is the same on every
-  token, so it adds nothing to the outcome);
+  token, so it adds nothing to the outcome); ``return_local_share``: sum_i |sum_t w_s S_t| /
+  (sum_i |outcome part| + sum_i |sum_t w_s S_t|) over rollouts (the trainer's
+  ``bot/return_local_share``), the local signal's share of the first token's reward-to-go that
+  the return-based presets (otb, reinforce_pp, ppo) rank rollouts by;
 - ``solved``: the share of rollouts that solve their problem (the task's verdict, which every
   built-in and task reward reports; with reward functions that report none, an outcome at the
   batch's best), completion lengths and the share truncated at the length limit;
@@ -245,6 +248,9 @@ def group_figures(scored: Scored, group_B: torch.Tensor) -> dict[str, np.ndarray
         out["bot_no_signal"][g] = float(r.numel() == 0 or r.max() - r.min() < 1e-9)
         out["outcome_abs"][g] = float((outcome.abs() * tokens).sum())
         out["local_abs"][g] = float(local.abs().sum())
+        scorable = tokens > 0
+        out["outcome_once_abs"][g] = float(outcome[scorable].abs().sum())
+        out["local_sum_abs"][g] = float((scored.local_BT[rows] * mask).sum(1)[scorable].abs().sum())
         out["local_spread"][g] = float(local.std(unbiased=False)) if local.numel() else 0.0
         out["rollouts"][g] = float(len(rows))
         out["solved"][g] = float(scored.solved_B[rows].sum())
@@ -258,6 +264,8 @@ _GROUP_SUMS = (
     "bot_no_signal",
     "outcome_abs",
     "local_abs",
+    "outcome_once_abs",
+    "local_sum_abs",
     "local_spread",
     "rollouts",
     "solved",
@@ -269,6 +277,7 @@ RATIOS = {
     "grpo_no_signal": ("grpo_no_signal", "groups"),
     "bot_no_signal": ("bot_no_signal", "groups"),
     "local_share": ("local_abs", ("outcome_abs", "local_abs")),
+    "return_local_share": ("local_sum_abs", ("outcome_once_abs", "local_sum_abs")),
     "local_spread": ("local_spread", "groups"),
     "solved": ("solved", "rollouts"),
     "mean_tokens": ("tokens", "rollouts"),

@@ -331,9 +331,11 @@ def report(args, point: str) -> dict:
 
 def _sweep_runs(folder: Path) -> dict[tuple[str, float], list[list[dict]]]:
     """(method, rate) -> each sweep run's records (finished or not), from ``folder/sweep``."""
+    from botgrpo.harness.results import load_records
+
     out: dict[tuple[str, float], list[list[dict]]] = {}
     for metrics in sorted(folder.glob("sweep/*/metrics.jsonl")):
-        records = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
+        records = load_records(metrics)
         if records:
             out.setdefault((records[0]["method"], float(records[0]["lr"])), []).append(records)
     return out

@@ -32,8 +32,8 @@ name never assigned: pyflakes' undefined name and a NameError on the line), ``of
 wrong comparison or range bound: a failing test).
 
 ``helpers=N`` (2-6) asks for a longer function instead, built from N helpers of distinct
-families, each with its loop and branch: 16-48 lines (about 8 per helper) where one slip among dozens decides
-whether it runs (:mod:`botgrpo.tasks.programs`).
+families, each with its loop and branch: 16-48 lines (about 8 per helper) where one slip
+among dozens decides whether it runs (:mod:`botgrpo.tasks.programs`).
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ BoT, and the AUC difference, 5 seeds, paired 95% intervals) from the file the co
 (docs/results/*.json, benchmarks/records/*) and measures the setting's step-0 figures with
 ``botgrpo diagnose``'s own function (:mod:`botgrpo.harness.diagnose`) on the setting's starting
 model and task: the share of GRPO's groups with no signal, the local signal's share of BoT's
-token reward, the starting solve rate, completion length, and the verdicts' accuracy against
-the exact ones. Those measurements are kept in ``--records`` (one JSON per setting), so the
+token reward, the starting solve rate, completion length, and the verdicts' accuracy and
+their flags' precision (the share of the steps judged wrong that are wrong) against the exact
+ones. Those measurements are kept in ``--records`` (one JSON per setting), so the
 command resumes, and ``--report-only`` rewrites the page from what is there.
 
 Writes docs/results/where-bot-pays.md, .json and .png, and the copy of the map that
@@ -274,6 +275,7 @@ def predictors(setting: Setting, diagnosis: dict) -> dict:
         "verdict_accuracy": accuracy,
         "false_alarm": 0.0 if setting.exact_verdicts else v.get("false_alarm"),
         "miss": 0.0 if setting.exact_verdicts else v.get("miss"),
+        "flags_right": 1.0 if setting.exact_verdicts else v.get("flags_right"),
     }
 
 
@@ -400,7 +402,37 @@ def derive_rule(rows: list[dict]) -> dict:
             f"{fa[0]['id']} {fa[0]['speedup']['ratio']:.2f}x",
             f"{miss[0]['id']} {miss[0]['speedup']['ratio']:.2f}x",
         ]
+    rule.update(_flags_right(rows))
     return rule
+
+
+def _flags_right(rows: list[dict]) -> dict:
+    """``min_flags_right``: the lowest share of flagged steps that were wrong among the
+    settings with noise put into their verdicts (at w_s 0.5) whose lead over the run held (AUC
+    difference above 0), where every setting that lost it flagged less precisely; else the
+    overlap is named and no threshold is read."""
+    noisy = [
+        r
+        for r in rows
+        if r.get("verdict_noise")
+        and r["w_s"] == 0.5
+        and r["predictors"].get("flags_right") is not None
+    ]
+    kept = [r for r in noisy if r["auc_diff"]["low"] > 0]
+    lost = [r for r in noisy if r["auc_diff"]["low"] <= 0]
+    if not kept or not lost:
+        return {}
+
+    def flags(r):
+        return r["predictors"]["flags_right"]
+
+    basis = [f"{r['id']} {flags(r):.2f}, AUC {r['auc_diff']['mean']:+.3f}" for r in kept + lost]
+    if max(map(flags, lost)) >= min(map(flags, kept)):
+        return {"flags_right_overlap": basis}
+    return {
+        "min_flags_right": math.floor(min(map(flags, kept)) * 100) / 100,
+        "flags_right_basis": basis,
+    }
 
 
 #: What each piece of advice expects the comparison to have measured.
@@ -439,6 +471,7 @@ def advice_check(data: dict, records: Path) -> list[dict]:
             **diagnosis["verdicts"],
             "verdict_accuracy": row["predictors"]["verdict_accuracy"],
             "false_alarm": row["predictors"]["false_alarm"],
+            "flags_right": row["predictors"].get("flags_right"),
         }
         advice = advise(diagnosis, data)["try"]
         outcome = measured_outcome(row)
@@ -468,6 +501,7 @@ def build(args) -> dict:
                 "page": setting.page,
                 "task": setting.task,
                 "w_s": setting.w_s,
+                "verdict_noise": setting.verdict_noise,
                 **setting.result,
                 "predictors": predictors(setting, diagnosis),
             }
@@ -494,8 +528,8 @@ def render_map(data: dict) -> str:
     lines = [
         "| setting | BoT vs GRPO, steps to half-way | AUC difference | GRPO groups without "
         "signal at step 0 | local share of BoT's reward | solved at step 0 | tokens | "
-        "verdicts right | page |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "verdicts right | flagged steps wrong | page |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(data["settings"], key=lambda r: -r["predictors"]["grpo_no_signal"]["value"]):
         p = r["predictors"]
@@ -503,10 +537,11 @@ def render_map(data: dict) -> str:
         if r["speedup"].get("censoring"):
             speed += " *"
         acc = "n/a" if p["verdict_accuracy"] is None else f"{p['verdict_accuracy']:.2f}"
+        flags = "n/a" if p.get("flags_right") is None else f"{p['flags_right']:.2f}"
         lines.append(
             f"| {r['label']} | {speed} | {_iv(r['auc_diff'], '+.3f')} | "
             f"{_iv(p['grpo_no_signal'])} | {_iv(p['local_share'], '.3f')} | "
-            f"{_iv(p['solved'])} | {p['mean_tokens']:.0f} | {acc} | [{r['page']}]({r['page']}) |"
+            f"{_iv(p['solved'])} | {p['mean_tokens']:.0f} | {acc} | {flags} | [{r['page']}]({r['page']}) |"
         )
     lines.append("")
     lines.append("\\* censored: some runs never reached the level (see the page).")
@@ -598,6 +633,13 @@ RULE_ROWS = (
         "the most false alarms among those settings",
     ),
     (
+        "min_flags_right",
+        "of the steps judged wrong, at least this share wrong kept the lead",
+        "flags_right_basis",
+        "the lowest flags' precision among the settings with noisy verdicts (w_s 0.5) whose AUC "
+        "difference stayed above 0; every setting that lost it lies below",
+    ),
+    (
         "noisy_w_s",
         "with verdicts as noisy as this (right this often), the only weight that kept the lead",
         "noisy_w_s_basis",
@@ -646,6 +688,13 @@ def render_rule(rule: dict) -> list[str]:
             lines.append(
                 f"Left out, its ranges overlap: {names.get(name, name)} ({', '.join(basis)})."
             )
+    if "flags_right_overlap" in rule:
+        lines.append("")
+        lines.append(
+            "Not read, its ranges overlap: the flags' precision (settings with noisy verdicts: "
+            + ", ".join(rule["flags_right_overlap"])
+            + ")."
+        )
     return lines
 
 

@@ -127,7 +127,17 @@ def test_scalar_rewards_only_give_no_local_signal_and_reference_rates():
         v["false_alarm"] == 0.5
         and v["miss"] == 1.0
         and v["verdict_accuracy"] == pytest.approx(1 / 3)
+        and v["flags_right"] == 0.0  # the one step judged wrong is right
     )
+    # a flag on the wrong step and one on the right: half the flags are right
+    spec = [(0.0, 0.0, [1, -1, -1], False)] * 4
+    mine = score_rollouts(ro, [token_reward(spec)], w_g=1.0, w_s=1.0)
+    v = verdict_figures(mine, reference)
+    assert v["flags_right"] == 0.5 and v["miss"] == 0.0 and v["false_alarm"] == 0.5
+    # nothing judged wrong: no precision to read
+    spec = [(0.0, 0.0, [1, 1, 1], False)] * 4
+    mine = score_rollouts(ro, [token_reward(spec)], w_g=1.0, w_s=1.0)
+    assert verdict_figures(mine, reference)["flags_right"] is None
 
 
 MAP = {
@@ -166,6 +176,8 @@ MAP = {
         "min_accuracy": 0.8,
         "max_false_alarm": 0.1,
         "accuracy_basis": ["flip0.2 AUC +0.027"],
+        "min_flags_right": 0.43,
+        "flags_right_basis": ["flip0.2 0.43, AUC +0.027", "false_alarm0.3 0.39, AUC -0.012"],
     },
 }
 
@@ -193,6 +205,28 @@ def diagnosis(no_signal, share, solved=0.1, bot_none=0.0, verdicts=None):
             "rare",
         ),
         (diagnosis(1.0, 0.0, solved=0.0, bot_none=1.0), "warm start first", None),
+        # long pages with a flag on a random line: accurate on the many right lines, few false
+        # alarms per right line, but only 7% of the flags on a wrong line
+        (
+            diagnosis(
+                0.5,
+                0.04,
+                solved=0.0,
+                verdicts={
+                    "right_in_failed": 0.93,
+                    "verdict_accuracy": 0.94,
+                    "false_alarm": 0.03,
+                    "flags_right": 0.07,
+                },
+            ),
+            "fix the verifier first",
+            None,
+        ),
+        (
+            diagnosis(0.9, 0.05, verdicts={"verdict_accuracy": 0.95, "flags_right": 0.8}),
+            "bot",
+            "rare",
+        ),
     ],
 )
 def test_the_advice_on_fixed_figures(figures, expected, nearest_id):

@@ -65,6 +65,8 @@ def test_the_map_from_a_few_stored_records(tmp_path):
     assert (rule["pays_up_to_solved"], rule["ties_from_solved"]) == (0.08, 0.17)
     assert rule["separating"] == ["grpo_no_signal", "solved"] and rule["overlap_basis"] == {}
     assert rule["min_accuracy"] == 0.78  # 20% flipped (79% right) still kept the lead over the run
+    # 43% of 20%-flipped verdicts' flags on wrong steps kept the lead, 39% (30% false alarms) lost it
+    assert rule["min_flags_right"] == 0.43 and len(rule["flags_right_basis"]) == 3
     assert all(c["agrees"] for c in data["advice_check"])
     react = next(s for s in data["settings"] if s["id"] == "react")
     assert react["recorded_first_step"]["runs"] == 10  # its kept runs' first steps
@@ -173,3 +175,43 @@ def test_the_code_regime_arms_join_the_map_with_their_verdicts(tmp_path, monkeyp
     assert (control.verdict_noise, control.exact_verdicts, control.w_s) == ("1:random", False, 0.5)
     assert control.label == "pages, line verdicts 1:random"
     assert (got["react-pages-hard-ws0"].w_s, got["react-pages-hard"].exact_verdicts) == (0.0, True)
+
+
+def test_the_flags_precision_is_read_only_where_it_separates_kept_from_lost():
+    """min_flags_right: the least precise flags among the noisy-verdict settings (w_s 0.5) that
+    kept their lead over the run, read only where every setting that lost it flagged less
+    precisely; exact verdicts, other weights and learned verifiers are not its basis."""
+    script = load_script()
+
+    def row(sid, flags, auc_low, noise="0.2:flip", w_s=0.5):
+        return {
+            "id": sid,
+            "w_s": w_s,
+            "verdict_noise": noise,
+            "speedup": {"ratio": 1.0, "low": 0.9, "high": 1.1},
+            "auc_diff": {"mean": auc_low + 0.02, "low": auc_low, "high": auc_low + 0.04},
+            "predictors": {"flags_right": flags},
+        }
+
+    rows = [
+        row("flip0.1", 0.63, 0.015),
+        row("flip0.2", 0.437, 0.015),
+        row("miss0.3", 1.0, 0.009, noise="0.3:miss"),
+        row("false_alarm0.3", 0.39, -0.05, noise="0.3:false_alarm"),
+        row("pages random", 0.07, -0.1, noise="1:random"),
+        row("at w_s 1", 0.2, 0.01, w_s=1.0),  # another weight: not counted
+        row("exact", 1.0, -0.01, noise=""),  # no noise put in: not counted
+    ]
+    got = script._flags_right(rows)
+    assert got["min_flags_right"] == 0.43
+    assert got["flags_right_basis"][0] == "flip0.1 0.63, AUC +0.035"
+    assert len(got["flags_right_basis"]) == 5
+    table = "\n".join(script.render_rule(got))
+    assert "| `min_flags_right` | 0.43 | of the steps judged wrong" in table
+    # a setting that lost its lead with more precise flags than one that kept it: not read
+    overlap = script._flags_right([*rows, row("noisy loss", 0.5, -0.02)])
+    assert "min_flags_right" not in overlap and len(overlap["flags_right_overlap"]) == 6
+    assert "Not read, its ranges overlap: the flags' precision" in "\n".join(
+        script.render_rule(overlap)
+    )
+    assert script._flags_right(rows[:3]) == {}  # nothing lost: nothing to read

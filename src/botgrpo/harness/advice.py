@@ -150,6 +150,7 @@ def advise(result: dict, data: dict | None = None) -> dict:
     solved = _value(figures, "solved") or 0.0
     accuracy = verdicts.get("verdict_accuracy")
     false_alarm = verdicts.get("false_alarm")
+    flags_right = verdicts.get("flags_right")
     if not data.get("settings"):
         return {
             "try": "unknown",
@@ -174,6 +175,20 @@ def advise(result: dict, data: dict | None = None) -> dict:
             f"the verdicts are right {right} of the time with {alarms} "
             f"false alarms; BoT kept its lead down to {rule.get('min_accuracy', 0.8):.0%} "
             "right and lost it to false alarms (" + ", ".join(rule.get("accuracy_basis", [])) + ")"
+        )
+    elif (
+        flags_right is not None
+        and "min_flags_right" in rule
+        and flags_right < rule["min_flags_right"]
+    ):
+        choice = "fix the verifier first"
+        why.append(
+            f"only {flags_right:.0%} of the steps judged wrong are wrong; BoT kept its lead "
+            f"only where at least {rule['min_flags_right']:.0%} were (settings with noisy "
+            "verdicts, their share and lead over the run: "
+            + ", ".join(rule.get("flags_right_basis", []))
+            + "): on long completions a few misplaced flags outnumber the right ones while the "
+            "verdicts' accuracy, carried by the many right lines, stays high"
         )
     elif (
         accuracy is not None
@@ -259,6 +274,7 @@ def render_diagnosis(result: dict) -> str:
         ("steps_right", "steps judged right, all rollouts"),
         ("false_alarm", "false alarms (right steps judged wrong, vs the reference)"),
         ("miss", "misses (wrong steps judged right, vs the reference)"),
+        ("flags_right", "steps judged wrong that are wrong (the flags' precision)"),
         ("verdict_accuracy", "verdicts right (vs the reference)"),
     ):
         if v.get(key) is not None:

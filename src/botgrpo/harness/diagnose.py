@@ -53,7 +53,8 @@ class DiagnoseConfig:
     """Weight of the local signal S_t; None = the recipe's, else 0.5."""
     verdict_noise: str = ""
     """Train-time verdicts made noisy as RATE[:KIND] (with a task): their false-alarm and miss
-    rates are measured against the task's exact verdicts."""
+    rates and the share of their flags on wrong steps are measured against the task's exact
+    verdicts."""
     step_verifier: str = ""
     """Train-time verdicts from a learned verifier, prm:PATH (with a task): measured against
     the task's exact verdicts."""

@@ -23,8 +23,10 @@ over prompts:
 - how the step verdicts relate to the outcome: the share of steps judged wrong in solved
   rollouts (``wrong_in_solved``) and judged right in failed ones (``right_in_failed``); and,
   where a reference verifier exists (a task trained with noisy or learned verdicts is checked
-  against its exact ones), ``false_alarm`` (right steps judged wrong) and ``miss`` (wrong steps
-  judged right);
+  against its exact ones), ``false_alarm`` (right steps judged wrong), ``miss`` (wrong steps
+  judged right) and ``flags_right`` (of the steps judged wrong, the share that are wrong: the
+  flags' precision, which on long completions with few wrong lines can be low while the
+  verdicts' accuracy, carried by the many right lines judged right, stays high);
 - costs: seconds per rollout and per scoring call, the peak memory of the process, and BoT's
   training state against PPO with a critic at this model's shape (:mod:`botgrpo.trl.memory`).
 """
@@ -324,6 +326,7 @@ def verdict_figures(
         else None,
         "false_alarm": None,
         "miss": None,
+        "flags_right": None,
         "verdict_accuracy": None,
     }
     if reference is None:
@@ -339,6 +342,8 @@ def verdict_figures(
     wrong = [g for g, r in pairs if r == -1]
     out["false_alarm"] = right.count(-1) / len(right) if right else None
     out["miss"] = wrong.count(1) / len(wrong) if wrong else None
+    flagged = [r for g, r in pairs if g == -1]
+    out["flags_right"] = flagged.count(-1) / len(flagged) if flagged else None
     out["verdict_accuracy"] = sum(g == r for g, r in pairs) / len(pairs) if pairs else None
     return out
 

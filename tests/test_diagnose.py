@@ -13,10 +13,16 @@ import torch
 from botgrpo.cli import main
 from botgrpo.harness.advice import advise, nearest, render_diagnosis
 from botgrpo.harness.diagnosis import (
+    PROBES,
     Rollouts,
+    cut_short,
     group_figures,
     length_figures,
+    probe_rollouts,
     score_rollouts,
+    shortcut_figures,
+    shortcut_sums,
+    single_lines,
     verdict_figures,
     with_intervals,
 )
@@ -294,6 +300,86 @@ def test_mostly_wrong_steps_carry_a_caution_whatever_the_choice(no_signal, steps
     assert said == cautioned
 
 
+PAGE = "```jsx\nimport React from 'react';\nexport default function App() {\n  return <p/>;\n}\n```"
+
+
+@pytest.mark.parametrize(
+    ("keep", "expected"),
+    [
+        (0, ""),
+        (1, "```jsx\n```"),  # the open fence is closed
+        (2, "```jsx\nimport React from 'react';\n```"),
+        (0.5, "```jsx\nimport React from 'react';\nexport default function App() {\n```"),
+        (0.01, "```jsx\n```"),  # a share keeps at least one line
+        (99, PAGE),  # all lines but the last (here the closing fence, closed again)
+    ],
+)
+def test_cut_short_keeps_the_first_lines_and_closes_an_open_fence(keep, expected):
+    assert cut_short(PAGE, keep) == expected
+
+
+def test_cut_short_of_plain_text_adds_no_fence():
+    assert cut_short("a\nb\nc\nd", 2) == "a\nb" and cut_short("one line", 1) == ""
+
+
+def test_single_lines_are_spaced_through_the_body_inside_its_fence():
+    assert single_lines(PAGE, 3) == [
+        "```jsx\nimport React from 'react';\n```",
+        "```jsx\nreturn <p/>;\n```",
+        "```jsx\n}\n```",
+    ]
+    assert single_lines("a\n\nb", 3) == ["a", "a", "b"]  # blank lines skipped, repeated
+    assert single_lines("", 2) == ["", ""] and single_lines("```py\n```", 1) == [""]
+
+
+def test_the_shortcut_probe_counts_rollouts_below_the_best_short_answer():
+    """Two prompts of 4 rollouts; the reward pays 1 for an empty answer, 2 for the answer
+    'win' (solved) and -1 for any other: prompt 0's probes come from its first failed rollout
+    ('a\nb', not the solved 'win'), and its rollouts sit below the empty answer except 'win';
+    prompt 1's first rollout has 'win' on a line of its own, so its one-line cut scores 2,
+    above all four (the rollout itself scores -1)."""
+    texts = ["win", "a\nb", "c", "d", "win\nx", "e", "f", "g"]
+    ro = Rollouts(
+        prompts=["p0", "p1"],
+        columns={},
+        completion_ids=[[1] * (t.count("\n") + 1) for t in texts],
+        texts=texts,
+        truncated=[False] * 8,
+        k=4,
+        seconds=0.0,
+    )
+
+    def reward(prompts, completions, completion_ids, **kw):
+        return [2.0 if c == "win" else 1.0 if not c else -1.0 for c in completions]
+
+    sampled = score_rollouts(ro, [reward], w_g=1.0, w_s=0.5)
+    assert sampled.solved_B.tolist() == [True] + [False] * 7
+    probes = probe_rollouts(ro, lambda text: [1] * (text.count("\n") + 1), sampled.solved_B)
+    assert probes.k == len(PROBES) and len(probes.texts) == 2 * len(PROBES)
+    assert probes.texts[:2] == ["", "a"] and probes.texts[len(PROBES) + 1] == "win"
+    assert probes.texts[len(PROBES) - 1] == "b"  # the last single line of prompt 0's rollout
+    probed = score_rollouts(probes, [reward], w_g=1.0, w_s=0.5)
+    sums = shortcut_sums(sampled, probed, k=4)
+    assert sums["shortcut_beats"].tolist() == [3.0, 4.0]
+    figures = with_intervals({**group_figures(sampled, ro.group_B), **sums})
+    assert figures["shortcut_beats"]["value"] == 7 / 8
+    report = shortcut_figures(sampled, probed, probes.texts)
+    assert report["probe_outcome"] == 1.5 and report["example"] == "win"
+    assert report["example_outcome"] == 2.0 and report["rollout_outcome"] == -0.625
+    # without the probe's sums the figure is left out, not made up
+    assert "shortcut_beats" not in with_intervals(group_figures(sampled, ro.group_B))
+
+
+@pytest.mark.parametrize(("beats", "cautioned"), [(0.93, True), (0.8, True), (0.66, False)])
+def test_a_shortcut_that_outscores_most_rollouts_carries_a_caution(beats, cautioned):
+    result = diagnosis(0.9, 0.05, solved=0.0, verdicts={"right_in_failed": 0.9})
+    result["figures"]["shortcut_beats"] = {"value": beats, "low": beats, "high": beats}
+    result["shortcut"] = {"cut": "one line of it on its own"}
+    advice = advise(result, MAP)
+    said = [w for w in advice["why"] if "a short answer (one line of it on its own)" in w]
+    assert bool(said) == cautioned and advice["try"] == "bot"
+
+
 def test_nearest_orders_by_scaled_distance():
     close = nearest(diagnosis(0.7, 0.05)["figures"], MAP["settings"])
     assert [s["id"] for s in close] == ["rare", "code"] and close[0]["distance"] < 1
@@ -329,6 +415,8 @@ def test_diagnose_on_the_shipped_chain_warm_start(tmp_path, capsys):
     assert f["local_share"]["value"] < 0.5 < f["return_local_share"]["value"] < 1
     assert "Try:" in render_diagnosis(result)
     assert "share of the first token's return" in out
+    # a chain answer cut short has no final answer: it scores as a failed one, never above
+    assert f["shortcut_beats"]["value"] == 0.0 and "below a short answer" in out
 
 
 BROKEN = textwrap.dedent(
@@ -373,6 +461,50 @@ def test_bad_inputs_are_one_line_and_write_nothing(tmp_path, capsys, monkeypatch
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and says in err[0], err
     assert not out.exists()
+
+
+SHORT_REWARDS = textwrap.dedent(
+    """
+    def short_pays(prompts, completions, completion_ids, **kw):
+        return [1.0 if len(c) < 4 else -1.0 for c in completions]
+
+    def fails_on_empty(prompts, completions, completion_ids, **kw):
+        if any(not c for c in completions):
+            raise ValueError("empty completion")
+        return [0.0] * len(completions)
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("reward", "says"),
+    [
+        ("short_pays", "A short answer (the empty answer) scores above 100% of the sampled"),
+        ("fails_on_empty", "| rollouts scoring below a short answer | n/a: the reward failed"),
+    ],
+)
+def test_the_shortcut_probe_on_a_users_reward(tmp_path, capsys, monkeypatch, reward, says):
+    """A reward that pays any answer under 4 characters: the empty answer outscores every
+    sampled rollout (16 tokens of the chain warm start), and the advice says so; a reward
+    that raises on an empty answer leaves the probe out, named, and the diagnosis stands."""
+    (tmp_path / "shortmod.py").write_text(SHORT_REWARDS)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    recipe = tmp_path / "recipe.yaml"
+    recipe.write_text(
+        "model_name_or_path: warm:chain\ntask: chain\n"
+        f"reward_funcs: ['shortmod:{reward}']\nmax_completion_length: 16\n"
+    )
+    args = ["diagnose", "--config", str(recipe), "--prompts", "4", "--k", "2"]
+    assert main([*args, "--out-dir", str(tmp_path / "out"), "--progress", "false"]) == 0
+    out = capsys.readouterr().out
+    assert says in out, out
+    result = json.loads((tmp_path / "out" / "diagnose" / "diagnosis.json").read_text())
+    if reward == "short_pays":
+        assert result["figures"]["shortcut_beats"]["value"] == 1.0
+        assert result["shortcut"]["example"] == "" and result["shortcut"]["example_outcome"] > 0
+    else:
+        assert "shortcut_beats" not in result["figures"]
+        assert "empty completion" in result["shortcut"]["error"]
 
 
 def test_the_tensor_sums_use_the_trainers_split():

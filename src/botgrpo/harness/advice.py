@@ -26,6 +26,16 @@ DISTANCE_SCALES = {"grpo_no_signal": 0.15, "solved": 0.15, "local_share": 0.05}
 #: map had most steps right (the tiny chain warm start: 81-84%). One seed: a caution, not a rule.
 MOSTLY_WRONG = 0.5
 
+#: From this share of the sampled rollouts scoring below a short answer made of a failed
+#: attempt (the shortcut probe, :mod:`botgrpo.harness.diagnosis`), the advice carries a caution.
+#: On the long React pages 0.93 (0.86-0.98) did, below one line of JSX on its own (a
+#: non-component snippet, -0.3, against -1 for a page that fails to compile), and a random-line
+#: run and a BoT run at twice the chosen rate learned such snippets; on react and python at
+#: their default settings 0.60 (0.54-0.66) and 0.59 (0.50-0.67) did, and none of react's 20
+#: kept runs shortened its pages. Set between the two sides' intervals; one setting on the
+#: side of the hole: a caution, not a rule.
+SHORTCUT_PAYS = 0.8
+
 
 def load_map(path: Path | None = None) -> dict:
     """The map's settings and rule; an empty map when none ships (advice then says so)."""
@@ -214,6 +224,15 @@ def advise(result: dict, data: dict | None = None) -> dict:
             "docs/results/real-model.md) it learned to write fewer steps; watch the completion "
             "length, or warm start further / lower w_s first"
         )
+    beats = _value(figures, "shortcut_beats")
+    if beats is not None and beats >= SHORTCUT_PAYS:
+        kind = result.get("shortcut", {}).get("cut", "made of the model's own text")
+        why.append(
+            f"a short answer ({kind}) scores above {beats:.0%} of the sampled rollouts: it "
+            "pays more than most of the model's attempts, and a policy can learn to write it "
+            "(docs/results/code-regime.md); score such an answer no higher than a failed "
+            "attempt, or watch the completion length"
+        )
     if verdicts.get("wrong_in_solved") and verdicts["wrong_in_solved"] > 0.2:
         why.append(
             f"{verdicts['wrong_in_solved']:.0%} of the steps in solved rollouts are judged "
@@ -238,6 +257,12 @@ def _interval(entry: dict | None, fmt: str = ".2f", suffix: str = "") -> str:
     return f"{value:{fmt}}{suffix} ({entry['low']:{fmt}} to {entry['high']:{fmt}})"
 
 
+def _sentence(text: str) -> str:
+    """A reason of the advice as a sentence of the report."""
+    text = text[:1].upper() + text[1:]
+    return text if text.endswith(".") else text + "."
+
+
 def render_diagnosis(result: dict) -> str:
     """The diagnosis in words and a table, as the command prints it."""
     f, v, c = result["figures"], result["verdicts"], result["costs"]
@@ -248,7 +273,7 @@ def render_diagnosis(result: dict) -> str:
         f"Model {result['model']}; {result['prompts']} prompts x {result['k']} rollouts at "
         f"temperature {result['temperature']:g}; w_g {result['w_g']:g}, w_s {result['w_s']:g}.",
         "",
-        f"**Try: {advice.get('try', 'n/a')}.** " + " ".join(advice.get("why", [])),
+        f"**Try: {advice.get('try', 'n/a')}.** " + " ".join(map(_sentence, advice.get("why", []))),
         "",
         "| figure (95% interval over prompts) | value |",
         "|---|---|",
@@ -262,6 +287,15 @@ def render_diagnosis(result: dict) -> str:
             "| local signal's share of the first token's return (otb, reinforce_pp, ppo) | "
             f"{_interval(f['return_local_share'], '.3f')} |"
         )
+    shortcut = result.get("shortcut") or {}
+    if "shortcut_beats" in f:  # diagnoses stored before the probe lack it
+        best = f" (best: {shortcut['cut']})" if _value(f, "shortcut_beats") else ""
+        lines.append(
+            f"| rollouts scoring below a short answer of the model's own text{best} | "
+            f"{_interval(f['shortcut_beats'])} |"
+        )
+    elif shortcut.get("error"):
+        lines.append(f"| rollouts scoring below a short answer | n/a: {shortcut['error']} |")
     lines += [
         f"| solved | {_interval(f['solved'])} |",
         f"| tokens per completion (mean, p90) | {result['lengths']['mean_tokens']:.0f}, "
@@ -289,6 +323,17 @@ def render_diagnosis(result: dict) -> str:
             f"| training state, BoT vs PPO with a critic (bf16, AdamW) | "
             f"{c['bot_state_gib']:.2f} vs {c['ppo_state_gib']:.2f} GiB |"
         )
+    beats = _value(f, "shortcut_beats")
+    if beats is not None and beats >= SHORTCUT_PAYS and "example" in shortcut:
+        lines += [
+            "",
+            f"The best-scoring short answer (outcome part {shortcut['example_outcome']:+.2f}; "
+            f"the sampled rollouts' mean {shortcut['rollout_outcome']:+.2f}):",
+            "",
+            "~~~~",
+            shortcut["example"],
+            "~~~~",
+        ]
     if advice.get("nearest"):
         lines += [
             "",

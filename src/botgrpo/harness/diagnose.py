@@ -313,7 +313,11 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
             bar.close()
     scored = _score(rollouts, p.reward_funcs, p)
     reference = _score(rollouts, p.reference_funcs, p).verdicts if p.reference_funcs else None
-    figures = with_intervals(group_figures(scored, rollouts.group_B), cfg.seed)
+    sums = group_figures(scored, rollouts.group_B)
+    shortcut = _shortcut(rollouts, scored, tokenizer, p)
+    if "sums" in shortcut:
+        sums.update(shortcut.pop("sums"))
+    figures = with_intervals(sums, cfg.seed)
     n = len(rollouts.texts)
     result = {
         "label": p.label,
@@ -327,6 +331,7 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
         "figures": figures,
         "lengths": length_figures(rollouts),
         "verdicts": verdict_figures(scored, reference),
+        "shortcut": shortcut,
         "costs": {
             "seconds_per_rollout": rollouts.seconds / max(1, n),
             "seconds_per_scoring_call": list(scored.seconds),
@@ -353,6 +358,28 @@ def _score(rollouts, funcs, p: Plan):
         return score(rollouts, funcs, w_g=p.w_g, w_s=p.w_s, weights=p.weights)
     except (ValueError, TypeError, RuntimeError) as err:
         raise RewardFailed(" ".join(str(err).split())) from err
+
+
+def _shortcut(rollouts, scored, tokenizer, p: Plan) -> dict:
+    """The shortcut probe (:func:`botgrpo.harness.diagnosis.probe_rollouts`): its per-group
+    sums under ``sums`` and what :func:`~botgrpo.harness.diagnosis.shortcut_figures` reports;
+    a reward that fails on a short answer leaves the figure out, with its error named."""
+    from botgrpo.harness.diagnosis import probe_rollouts, shortcut_figures, shortcut_sums
+
+    end = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
+
+    def encode(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False).input_ids + end or [0]
+
+    probes = probe_rollouts(rollouts, encode, scored.solved_B)
+    try:
+        probed = _score(probes, p.reward_funcs, p)
+    except RewardFailed as err:
+        return {"error": f"the reward failed on a short answer: {err}"}
+    return {
+        "sums": shortcut_sums(scored, probed, rollouts.k),
+        **shortcut_figures(scored, probed, probes.texts),
+    }
 
 
 class RewardFailed(RuntimeError):

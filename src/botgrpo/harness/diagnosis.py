@@ -27,6 +27,13 @@ over prompts:
   judged right) and ``flags_right`` (of the steps judged wrong, the share that are wrong: the
   flags' precision, which on long completions with few wrong lines can be low while the
   verdicts' accuracy, carried by the many right lines judged right, stays high);
+- ``shortcut_beats``, the shortcut probe: short answers made of each prompt's first failed
+  rollout (the empty answer, its first 1-3 lines, its first quarter and half, six single lines of it on
+  their own; an open code fence closed) scored by the same reward; the share of the sampled
+  rollouts whose outcome part (w_g G + b_format) lies below the best short answer of their
+  prompt. Where it is high, stopping early pays
+  more than the model's own attempts: a hole in the outcome a policy can learn to take (the
+  paper's blank pages; a non-component snippet on long React pages, docs/results/code-regime.md);
 - costs: seconds per rollout and per scoring call, the peak memory of the process, and BoT's
   training state against PPO with a critic at this model's shape (:mod:`botgrpo.trl.memory`).
 """
@@ -232,6 +239,114 @@ def score_rollouts(
     )
 
 
+#: The shortcut probe's cuts of a rollout: its first n lines (0: the empty answer) ...
+PROBE_LINES = (0, 1, 2, 3)
+#: ... its first share of lines ...
+PROBE_SHARES = (0.25, 0.5)
+#: ... and this many single lines of its body on their own, evenly spaced through it.
+PROBE_SINGLE = 6
+
+#: What each of a prompt's probes is, in the order :func:`probe_rollouts` builds them.
+PROBES: tuple[str, ...] = (
+    *("the empty answer" if n == 0 else f"its first {n} line" + "s" * (n > 1) for n in PROBE_LINES),
+    *(f"its first {share:.0%} of lines" for share in PROBE_SHARES),
+    *("one line of it on its own",) * PROBE_SINGLE,
+)
+
+
+def _fence(lines: list[str]) -> tuple[int, int] | None:
+    """The first Markdown code fence's opening and closing line (the end where unclosed)."""
+    opens = [i for i, line in enumerate(lines) if line.lstrip().startswith("```")]
+    if not opens:
+        return None
+    return opens[0], opens[1] if len(opens) > 1 else len(lines)
+
+
+def cut_short(text: str, keep: int | float) -> str:
+    """The first ``keep`` lines of ``text`` (an int) or that share of them (a float, at least
+    one line), never all of them; a Markdown code fence the cut leaves open is closed, as an
+    answer that stopped there would close it."""
+    lines = text.splitlines()
+    n = keep if isinstance(keep, int) else max(1, int(len(lines) * keep))
+    head = lines[: min(n, max(0, len(lines) - 1))]
+    if sum(line.lstrip().startswith("```") for line in head) % 2:
+        head.append("```")
+    return "\n".join(head)
+
+
+def single_lines(text: str, count: int = PROBE_SINGLE) -> list[str]:
+    """``count`` non-blank lines of ``text``'s body (inside its first code fence where it has
+    one), evenly spaced, each on its own as an answer (in that fence); repeated where the body
+    is shorter, the empty answer where it has none."""
+    lines = text.splitlines()
+    fence = _fence(lines)
+    body = lines[fence[0] + 1 : fence[1]] if fence else lines
+    body = [line.strip() for line in body if line.strip()]
+    if not body:
+        return [""] * count
+    picks = [body[round(i * (len(body) - 1) / max(1, count - 1))] for i in range(count)]
+    if fence is None:
+        return picks
+    return [f"{lines[fence[0]].strip()}\n{line}\n```" for line in picks]
+
+
+def probes_of(text: str) -> list[str]:
+    """The shortcut probe's answers made of ``text``, one per entry of :data:`PROBES`."""
+    return [
+        *(cut_short(text, cut) for cut in (*PROBE_LINES, *PROBE_SHARES)),
+        *single_lines(text),
+    ]
+
+
+def probe_rollouts(
+    rollouts: Rollouts, encode: Callable[[str], list[int]], solved_B: torch.Tensor
+) -> Rollouts:
+    """Each prompt's first failed rollout (its first where all solved) made into short answers
+    (:func:`probes_of`), as rollouts of their own (one group per prompt) to score like the
+    sampled ones. A failed attempt's pieces cannot carry a solved one's answer, so a piece that
+    outscores whole attempts is a hole in the outcome, not a solution. ``encode`` gives a
+    text's completion ids (its end-of-sequence token included); ``solved_B``: bool [B]."""
+    k = rollouts.k
+    texts = []
+    for p in range(len(rollouts.texts) // k):
+        failed = [i for i in range(p * k, (p + 1) * k) if not bool(solved_B[i])]
+        texts += probes_of(rollouts.texts[failed[0] if failed else p * k])
+    return Rollouts(
+        rollouts.prompts,
+        rollouts.columns,
+        [encode(t) for t in texts],
+        texts,
+        [False] * len(texts),
+        len(PROBES),
+        0.0,
+    )
+
+
+def shortcut_sums(sampled: Scored, probes: Scored, k: int) -> dict[str, np.ndarray]:
+    """Per prompt group, the sampled rollouts whose outcome part lies below the best short
+    answer of the prompt (``shortcut_beats``, a ratio over ``rollouts`` in :data:`RATIOS`)."""
+    outcome_PK = sampled.outcome_B.view(-1, k)
+    best_P = probes.outcome_B.view(outcome_PK.shape[0], -1).max(1).values
+    return {"shortcut_beats": (outcome_PK < best_P[:, None] - 1e-9).sum(1).double().numpy()}
+
+
+def shortcut_figures(sampled: Scored, probes: Scored, texts: list[str]) -> dict:
+    """Which kind of short answer scores best most often (:data:`PROBES`), the best ones' mean
+    outcome part against the sampled rollouts', and the best-scoring one's text (``texts``: the
+    probes' texts)."""
+    probe_PC = probes.outcome_B.view(-1, len(PROBES))
+    best_P, which_P = probe_PC.max(1)
+    top = int(torch.bincount(which_P, minlength=len(PROBES)).argmax())
+    p = int(best_P.argmax())
+    return {
+        "cut": PROBES[top],
+        "probe_outcome": float(best_P.mean()),
+        "rollout_outcome": float(sampled.outcome_B.mean()),
+        "example": texts[p * len(PROBES) + int(which_P[p])][:300],
+        "example_outcome": float(best_P[p]),
+    }
+
+
 def group_figures(scored: Scored, group_B: torch.Tensor) -> dict[str, np.ndarray]:
     """Per prompt group: the sums every figure is a ratio of (so a bootstrap over groups
     resamples whole groups)."""
@@ -283,6 +398,7 @@ RATIOS = {
     "local_spread": ("local_spread", "groups"),
     "solved": ("solved", "rollouts"),
     "mean_tokens": ("tokens", "rollouts"),
+    "shortcut_beats": ("shortcut_beats", "rollouts"),
 }
 
 
@@ -296,12 +412,15 @@ def _ratio(sums: dict[str, np.ndarray], spec, idx: np.ndarray | None = None) -> 
 
 
 def with_intervals(sums: dict[str, np.ndarray], seed: int = 0) -> dict[str, dict[str, float]]:
-    """Every figure of :data:`RATIOS` with a percentile-bootstrap 95% interval over groups."""
+    """Every figure of :data:`RATIOS` whose sums are given, with a percentile-bootstrap 95%
+    interval over groups."""
     n = len(sums["groups"])
     rng = np.random.default_rng(seed)
     draws = rng.integers(0, n, size=(N_BOOT, n)) if n else np.zeros((0, 0), dtype=int)
     out = {}
     for name, spec in RATIOS.items():
+        if spec[0] not in sums:
+            continue
         value = _ratio(sums, spec)
         boots = np.array([_ratio(sums, spec, d) for d in draws]) if n > 1 else np.array([value])
         low, high = np.quantile(boots, [0.025, 0.975])

@@ -322,6 +322,14 @@ def test_cut_short_of_plain_text_adds_no_fence():
     assert cut_short("a\nb\nc\nd", 2) == "a\nb" and cut_short("one line", 1) == ""
 
 
+def test_a_fence_is_closed_with_its_own_mark_and_only_when_open():
+    four = "````md\n```js\nx\n```\n````\nafter"
+    assert cut_short(four, 3) == "````md\n```js\nx\n````"  # inner ``` lines do not close ````
+    assert single_lines(four, 1) == ["````md\n```js\n````"]
+    closed = "```py\nx = 1\n```\nprose\nmore"
+    assert cut_short(closed, 4) == "```py\nx = 1\n```\nprose"  # closed before the cut
+
+
 def test_single_lines_are_spaced_through_the_body_inside_its_fence():
     assert single_lines(PAGE, 3) == [
         "```jsx\nimport React from 'react';\n```",
@@ -332,42 +340,62 @@ def test_single_lines_are_spaced_through_the_body_inside_its_fence():
     assert single_lines("", 2) == ["", ""] and single_lines("```py\n```", 1) == [""]
 
 
-def test_the_shortcut_probe_counts_rollouts_below_the_best_short_answer():
-    """Two prompts of 4 rollouts; the reward pays 1 for an empty answer, 2 for the answer
-    'win' (solved) and -1 for any other: prompt 0's probes come from its first failed rollout
-    ('a\nb', not the solved 'win'), and its rollouts sit below the empty answer except 'win';
-    prompt 1's first rollout has 'win' on a line of its own, so its one-line cut scores 2,
-    above all four (the rollout itself scores -1)."""
-    texts = ["win", "a\nb", "c", "d", "win\nx", "e", "f", "g"]
+def probe_case(texts: list[str], reward, k: int = 4):
     ro = Rollouts(
-        prompts=["p0", "p1"],
+        prompts=[f"p{i}" for i in range(len(texts) // k)],
         columns={},
         completion_ids=[[1] * (t.count("\n") + 1) for t in texts],
         texts=texts,
-        truncated=[False] * 8,
-        k=4,
+        truncated=[False] * len(texts),
+        k=k,
         seconds=0.0,
     )
-
-    def reward(prompts, completions, completion_ids, **kw):
-        return [2.0 if c == "win" else 1.0 if not c else -1.0 for c in completions]
-
     sampled = score_rollouts(ro, [reward], w_g=1.0, w_s=0.5)
-    assert sampled.solved_B.tolist() == [True] + [False] * 7
     probes = probe_rollouts(ro, lambda text: [1] * (text.count("\n") + 1), sampled.solved_B)
+    best = float(sampled.outcome_B.max())
+    probed = score_rollouts(probes, [reward], w_g=1.0, w_s=0.5, solved_from=best)
+    return ro, sampled, probes, probed
+
+
+def hack_pays(prompts, completions, completion_ids, **kw):
+    """2 for the answer 'win' (it solves), 0.5 for the snippet 'hack', None (unscored) for
+    'skip', -1 for anything else."""
+    scores = {"win": 2.0, "hack": 0.5, "skip": None}
+    return [scores.get(c, -1.0) for c in completions]
+
+
+def test_the_shortcut_probe_counts_rollouts_below_the_best_short_answer():
+    """Prompt 0: its first failed rollout 'a\nhack' (not the solved 'win') is cut, and the
+    snippet 'hack' on its own (0.5) lies above its three failed rollouts. Prompt 1: a piece of
+    its failed rollout is the answer 'win', which solves: a solution, not a shortcut, so it is
+    left out and nothing lies above the rollouts."""
+    texts = ["win", "a\nhack", "c", "d", "win\nx", "e", "f", "g"]
+    ro, sampled, probes, probed = probe_case(texts, hack_pays)
+    assert sampled.solved_B.tolist() == [True] + [False] * 7
     assert probes.k == len(PROBES) and len(probes.texts) == 2 * len(PROBES)
-    assert probes.texts[:2] == ["", "a"] and probes.texts[len(PROBES) + 1] == "win"
-    assert probes.texts[len(PROBES) - 1] == "b"  # the last single line of prompt 0's rollout
-    probed = score_rollouts(probes, [reward], w_g=1.0, w_s=0.5)
+    assert probes.texts[:2] == ["", "a"] and probes.texts[-1] == "x"
+    assert probes.texts[len(PROBES) - 1] == "hack"  # the last single line of 'a\nhack'
+    assert probed.solved_B[len(PROBES) + 1]  # 'win', the first line of prompt 1's rollout
     sums = shortcut_sums(sampled, probed, k=4)
-    assert sums["shortcut_beats"].tolist() == [3.0, 4.0]
+    assert sums["shortcut_beats"].tolist() == [3.0, 0.0]
     figures = with_intervals({**group_figures(sampled, ro.group_B), **sums})
-    assert figures["shortcut_beats"]["value"] == 7 / 8
-    report = shortcut_figures(sampled, probed, probes.texts)
-    assert report["probe_outcome"] == 1.5 and report["example"] == "win"
-    assert report["example_outcome"] == 2.0 and report["rollout_outcome"] == -0.625
+    assert figures["shortcut_beats"]["value"] == 3 / 8
+    report = shortcut_figures(sampled, probed, 4, probes.texts)
+    assert report["cut"] == "one line of it on its own" and report["prompts_with_one"] == 1
+    assert report["example"] == "hack" and report["example_outcome"] == 0.5
+    assert report["example_rollouts_outcome"] == (2 - 1 - 1 - 1) / 4
     # without the probe's sums the figure is left out, not made up
     assert "shortcut_beats" not in with_intervals(group_figures(sampled, ro.group_B))
+
+
+def test_unscored_short_answers_and_all_solved_prompts_cannot_show_a_hole():
+    """'skip' is scored by no reward (outcome 0 and no weight in training, above every failed
+    rollout's -1): left out. A prompt whose rollouts all solve has no failed attempt to cut."""
+    texts = ["skip\nx", "c", "win", "win"]
+    _, sampled, probes, probed = probe_case(texts, hack_pays, k=2)
+    assert probed.outcome_B[1] == 0.0 and not probed.scored_B[1]  # 'skip', its first line
+    assert shortcut_sums(sampled, probed, k=2)["shortcut_beats"].tolist() == [0.0, 0.0]
+    assert shortcut_figures(sampled, probed, 2, probes.texts) == {"cut": None}
 
 
 @pytest.mark.parametrize(("beats", "cautioned"), [(0.93, True), (0.8, True), (0.66, False)])
@@ -480,7 +508,10 @@ SHORT_REWARDS = textwrap.dedent(
     ("reward", "says"),
     [
         ("short_pays", "A short answer (the empty answer) scores above 100% of the sampled"),
-        ("fails_on_empty", "| rollouts scoring below a short answer | n/a: the reward failed"),
+        (
+            "fails_on_empty",
+            "| rollouts scoring below a short answer | n/a: the short answers could",
+        ),
     ],
 )
 def test_the_shortcut_probe_on_a_users_reward(tmp_path, capsys, monkeypatch, reward, says):
@@ -505,6 +536,16 @@ def test_the_shortcut_probe_on_a_users_reward(tmp_path, capsys, monkeypatch, rew
     else:
         assert "shortcut_beats" not in result["figures"]
         assert "empty completion" in result["shortcut"]["error"]
+
+
+def test_the_shortcut_probe_can_be_skipped(tmp_path, capsys):
+    args = ["diagnose", "--task", "chain", "--prompts", "2", "--k", "2"]
+    args += ["--max-completion-length", "8", "--shortcut-probe", "false", "--json", "true"]
+    assert main([*args, "--out-dir", str(tmp_path), "--progress", "false"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert "shortcut_beats" not in result["figures"] and result["shortcut"] == {}
+    assert "seconds_shortcut_probe" not in result["costs"]
+    assert "short answer" not in render_diagnosis(result)
 
 
 def test_the_tensor_sums_use_the_trainers_split():

@@ -226,7 +226,7 @@ def advise(result: dict, data: dict | None = None) -> dict:
         )
     beats = _value(figures, "shortcut_beats")
     if beats is not None and beats >= SHORTCUT_PAYS:
-        kind = result.get("shortcut", {}).get("cut", "made of the model's own text")
+        kind = result.get("shortcut", {}).get("cut") or "made of a failed attempt"
         why.append(
             f"a short answer ({kind}) scores above {beats:.0%} of the sampled rollouts: it "
             "pays more than most of the model's attempts, and a policy can learn to write it "
@@ -289,7 +289,7 @@ def render_diagnosis(result: dict) -> str:
         )
     shortcut = result.get("shortcut") or {}
     if "shortcut_beats" in f:  # diagnoses stored before the probe lack it
-        best = f" (best: {shortcut['cut']})" if _value(f, "shortcut_beats") else ""
+        best = f" (most often best: {shortcut['cut']})" if shortcut.get("cut") else ""
         lines.append(
             f"| rollouts scoring below a short answer of the model's own text{best} | "
             f"{_interval(f['shortcut_beats'])} |"
@@ -314,8 +314,14 @@ def render_diagnosis(result: dict) -> str:
         if v.get(key) is not None:
             lines.append(f"| {label} | {v[key]:.3f} |")
     calls = ", ".join(f"{s:.2f}" for s in c["seconds_per_scoring_call"])
+    probe = (
+        f" (shortcut probe: {c['seconds_shortcut_probe']:.2f})"
+        if "seconds_shortcut_probe" in c
+        else ""
+    )
     lines.append(
-        f"| seconds per rollout / per scoring call | {c['seconds_per_rollout']:.3f} / {calls} |"
+        f"| seconds per rollout / per scoring call | {c['seconds_per_rollout']:.3f} / "
+        f"{calls}{probe} |"
     )
     lines.append(f"| peak memory of this process | {c['peak_rss_gib']:.2f} GiB |")
     if "bot_state_gib" in c:
@@ -327,12 +333,15 @@ def render_diagnosis(result: dict) -> str:
     if beats is not None and beats >= SHORTCUT_PAYS and "example" in shortcut:
         lines += [
             "",
-            f"The best-scoring short answer (outcome part {shortcut['example_outcome']:+.2f}; "
-            f"the sampled rollouts' mean {shortcut['rollout_outcome']:+.2f}):",
+            "The short answer that leads its prompt's rollouts by the most (outcome part "
+            f"{shortcut['example_outcome']:+.2f}; those rollouts' mean "
+            f"{shortcut['example_rollouts_outcome']:+.2f}):",
             "",
-            "~~~~",
-            shortcut["example"],
-            "~~~~",
+            *(
+                ["~~~~", shortcut["example"], "~~~~"]
+                if shortcut["example"]
+                else ["(the empty answer)"]
+            ),
         ]
     if advice.get("nearest"):
         lines += [

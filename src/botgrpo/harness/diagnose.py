@@ -11,6 +11,7 @@ docs/results and recommends).
 from __future__ import annotations
 
 import resource
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +73,9 @@ class DiagnoseConfig:
     """Print the figures as JSON on stdout instead of the report."""
     progress: bool = True
     """A progress bar while sampling."""
+    shortcut_probe: bool = True
+    """Score short pieces of each prompt's first failed rollout with the same reward (the
+    shortcut probe: does a snippet outscore the model's attempts?); false skips it."""
 
     def __post_init__(self) -> None:
         if not self.task and not self.config:
@@ -314,9 +318,10 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
     scored = _score(rollouts, p.reward_funcs, p)
     reference = _score(rollouts, p.reference_funcs, p).verdicts if p.reference_funcs else None
     sums = group_figures(scored, rollouts.group_B)
-    shortcut = _shortcut(rollouts, scored, tokenizer, p)
+    shortcut = _shortcut(rollouts, scored, tokenizer, p) if cfg.shortcut_probe else {}
     if "sums" in shortcut:
         sums.update(shortcut.pop("sums"))
+    probe_seconds = shortcut.pop("seconds", None)
     figures = with_intervals(sums, cfg.seed)
     n = len(rollouts.texts)
     result = {
@@ -335,6 +340,7 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
         "costs": {
             "seconds_per_rollout": rollouts.seconds / max(1, n),
             "seconds_per_scoring_call": list(scored.seconds),
+            **({"seconds_shortcut_probe": probe_seconds} if probe_seconds is not None else {}),
             "peak_rss_gib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20,
             **_state_memory(model),
         },
@@ -362,24 +368,36 @@ def _score(rollouts, funcs, p: Plan):
 
 def _shortcut(rollouts, scored, tokenizer, p: Plan) -> dict:
     """The shortcut probe (:func:`botgrpo.harness.diagnosis.probe_rollouts`): its per-group
-    sums under ``sums`` and what :func:`~botgrpo.harness.diagnosis.shortcut_figures` reports;
-    a reward that fails on a short answer leaves the figure out, with its error named."""
-    from botgrpo.harness.diagnosis import probe_rollouts, shortcut_figures, shortcut_sums
+    sums under ``sums``, what :func:`~botgrpo.harness.diagnosis.shortcut_figures` reports and
+    the probe's scoring time; a reward (or anything else) that fails on the short answers
+    leaves the figure out, with the error named, and the rest of the diagnosis stands."""
+    from botgrpo.harness.diagnosis import (
+        probe_rollouts,
+        score_rollouts,
+        shortcut_figures,
+        shortcut_sums,
+    )
 
     end = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
 
     def encode(text: str) -> list[int]:
-        return tokenizer(text, add_special_tokens=False).input_ids + end or [0]
+        return tokenizer(text, add_special_tokens=False).input_ids + end
 
-    probes = probe_rollouts(rollouts, encode, scored.solved_B)
     try:
-        probed = _score(probes, p.reward_funcs, p)
-    except RewardFailed as err:
-        return {"error": f"the reward failed on a short answer: {err}"}
-    return {
-        "sums": shortcut_sums(scored, probed, rollouts.k),
-        **shortcut_figures(scored, probed, probes.texts),
-    }
+        probes = probe_rollouts(rollouts, encode, scored.solved_B)
+        start = time.perf_counter()
+        best = float(scored.outcome_B.max()) if len(rollouts.texts) else 0.0
+        probed = score_rollouts(
+            probes, p.reward_funcs, w_g=p.w_g, w_s=p.w_s, weights=p.weights, solved_from=best
+        )
+        return {
+            "sums": shortcut_sums(scored, probed, rollouts.k),
+            **shortcut_figures(scored, probed, rollouts.k, probes.texts),
+            "seconds": time.perf_counter() - start,
+        }
+    except Exception as err:  # a diagnostic of its own: the figures above stand without it
+        reason = " ".join(str(err).split())
+        return {"error": f"the short answers could not be scored: {type(err).__name__}: {reason}"}
 
 
 class RewardFailed(RuntimeError):

@@ -28,12 +28,12 @@ over prompts:
   flags' precision, which on long completions with few wrong lines can be low while the
   verdicts' accuracy, carried by the many right lines judged right, stays high);
 - ``shortcut_beats``, the shortcut probe: short answers made of each prompt's first failed
-  rollout (the empty answer, its first 1-3 lines, its first quarter and half, six single lines of it on
-  their own; an open code fence closed) scored by the same reward; the share of the sampled
-  rollouts whose outcome part (w_g G + b_format) lies below the best short answer of their
-  prompt. Where it is high, stopping early pays
-  more than the model's own attempts: a hole in the outcome a policy can learn to take (the
-  paper's blank pages; a non-component snippet on long React pages, docs/results/code-regime.md);
+  rollout (the empty answer, its first 1-3 lines, its first quarter and half, six single lines
+  of it on their own; an open code fence closed) scored by the same reward; the share of the
+  sampled rollouts whose outcome part (w_g G + b_format) lies below the best short answer of
+  their prompt that neither solves it nor goes unscored. Where it is high, a snippet pays more
+  than the model's own attempts: a hole in the outcome a policy can learn to take (the paper's
+  blank pages; a non-component snippet on long React pages, docs/results/code-regime.md);
 - costs: seconds per rollout and per scoring call, the peak memory of the process, and BoT's
   training state against PPO with a critic at this model's shape (:mod:`botgrpo.trl.memory`).
 """
@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import math
 import random
+import re
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,6 +154,8 @@ class Scored:
         solved_B: bool [B], whether each rollout solved its problem.
         verdicts: per rollout, the raw step verdicts its first step-judging reward gave.
         seconds: wall time of the scoring calls, one per reward function.
+        scored_B: bool [B], whether any reward function scored the rollout (one none scores
+            gets outcome 0 and no tokens, as in training).
     """
 
     outcome_B: torch.Tensor
@@ -160,6 +164,7 @@ class Scored:
     solved_B: torch.Tensor
     verdicts: list[list[int] | None]
     seconds: list[float] = field(default_factory=list)
+    scored_B: torch.Tensor | None = None
 
 
 def score_rollouts(
@@ -170,10 +175,13 @@ def score_rollouts(
     w_s: float,
     weights: Sequence[float] | None = None,
     local_bound: float = 1.0,
+    solved_from: float | None = None,
 ) -> Scored:
     """Call every reward function on the rollouts as TRL does (prompts, completions,
     completion_ids and the dataset's columns) and build the token rewards with the trainer's
-    own split (:func:`botgrpo.scoring.entries.split_entries`)."""
+    own split (:func:`botgrpo.scoring.entries.split_entries`). A rollout no reward function
+    gives a verdict on counts as solved with an outcome at ``solved_from`` or above (default:
+    the batch's best), where that is above 0."""
     from botgrpo.rewards.types import TokenReward
     from botgrpo.scoring.entries import RewardBatch, entry_bound, split_entries
     from botgrpo.scoring.token_batch import build_token_batch
@@ -225,6 +233,7 @@ def score_rollouts(
     tb = build_token_batch(batch, matrix, weights_F, names, width)
     if any(s is None for s in solved):  # no task verdict: an outcome at the batch's best solves
         best = float(tb.outcome_B.max()) if n else 0.0
+        best = best if solved_from is None else solved_from
         solved = [
             s if s is not None else bool(tb.outcome_B[i] >= best - 1e-9) and best > 0
             for i, s in enumerate(solved)
@@ -236,6 +245,7 @@ def score_rollouts(
         torch.tensor(solved, dtype=torch.bool),
         verdicts,
         seconds,
+        ~torch.isnan(matrix).all(dim=1),
     )
 
 
@@ -254,23 +264,38 @@ PROBES: tuple[str, ...] = (
 )
 
 
-def _fence(lines: list[str]) -> tuple[int, int] | None:
-    """The first Markdown code fence's opening and closing line (the end where unclosed)."""
-    opens = [i for i, line in enumerate(lines) if line.lstrip().startswith("```")]
-    if not opens:
-        return None
-    return opens[0], opens[1] if len(opens) > 1 else len(lines)
+def _fence_mark(line: str) -> str | None:
+    """The backtick run a Markdown code fence line opens or closes with, else None."""
+    mark = re.match(r"\s*(`{3,})", line)
+    return mark.group(1) if mark else None
+
+
+def _fence(lines: list[str]) -> tuple[int, int, str] | None:
+    """The first code fence's opening line, closing line (the end where unclosed) and mark."""
+    for i, line in enumerate(lines):
+        mark = _fence_mark(line)
+        if mark is None:
+            continue
+        for j in range(i + 1, len(lines)):
+            if lines[j].strip().startswith(mark) and not lines[j].strip().strip("`"):
+                return i, j, mark
+        return i, len(lines), mark
+    return None
 
 
 def cut_short(text: str, keep: int | float) -> str:
     """The first ``keep`` lines of ``text`` (an int) or that share of them (a float, at least
-    one line), never all of them; a Markdown code fence the cut leaves open is closed, as an
-    answer that stopped there would close it."""
+    one line), never all of them; a Markdown code fence the cut leaves open is closed with its
+    own mark, as an answer that stopped there would close it."""
     lines = text.splitlines()
     n = keep if isinstance(keep, int) else max(1, int(len(lines) * keep))
     head = lines[: min(n, max(0, len(lines) - 1))]
-    if sum(line.lstrip().startswith("```") for line in head) % 2:
-        head.append("```")
+    fence = _fence(head)
+    while fence is not None and fence[1] < len(head):  # closed: look past it
+        rest = _fence(head[fence[1] + 1 :])
+        fence = None if rest is None else (rest[0] + fence[1] + 1, rest[1] + fence[1] + 1, rest[2])
+    if fence is not None:
+        head.append(fence[2])
     return "\n".join(head)
 
 
@@ -287,7 +312,7 @@ def single_lines(text: str, count: int = PROBE_SINGLE) -> list[str]:
     picks = [body[round(i * (len(body) - 1) / max(1, count - 1))] for i in range(count)]
     if fence is None:
         return picks
-    return [f"{lines[fence[0]].strip()}\n{line}\n```" for line in picks]
+    return [f"{lines[fence[0]].strip()}\n{line}\n{fence[2]}" for line in picks]
 
 
 def probes_of(text: str) -> list[str]:
@@ -301,10 +326,9 @@ def probes_of(text: str) -> list[str]:
 def probe_rollouts(
     rollouts: Rollouts, encode: Callable[[str], list[int]], solved_B: torch.Tensor
 ) -> Rollouts:
-    """Each prompt's first failed rollout (its first where all solved) made into short answers
-    (:func:`probes_of`), as rollouts of their own (one group per prompt) to score like the
-    sampled ones. A failed attempt's pieces cannot carry a solved one's answer, so a piece that
-    outscores whole attempts is a hole in the outcome, not a solution. ``encode`` gives a
+    """Each prompt's first failed rollout (its first where all solved: such a prompt is not
+    counted, :func:`shortcut_sums`) made into short answers (:func:`probes_of`), as rollouts
+    of their own (one group per prompt) to score like the sampled ones. ``encode`` gives a
     text's completion ids (its end-of-sequence token included); ``solved_B``: bool [B]."""
     k = rollouts.k
     texts = []
@@ -322,28 +346,47 @@ def probe_rollouts(
     )
 
 
+def _probe_outcomes(sampled: Scored, probes: Scored, k: int) -> torch.Tensor:
+    """float64 [P, len(PROBES)]: each probe's outcome part, -inf where it cannot show a hole:
+    it solves the problem (a piece that carries the answer is a solution, not a shortcut), no
+    reward function scored it (training gives it no weight), or every rollout of its prompt
+    solved (there is no failed attempt to cut)."""
+    outcome_PC = probes.outcome_B.view(-1, len(PROBES)).clone()
+    void = probes.solved_B.clone()
+    if probes.scored_B is not None:
+        void |= ~probes.scored_B
+    void_PC = void.view_as(outcome_PC) | sampled.solved_B.view(-1, k).all(1, keepdim=True)
+    return outcome_PC.masked_fill(void_PC, -math.inf)
+
+
 def shortcut_sums(sampled: Scored, probes: Scored, k: int) -> dict[str, np.ndarray]:
     """Per prompt group, the sampled rollouts whose outcome part lies below the best short
-    answer of the prompt (``shortcut_beats``, a ratio over ``rollouts`` in :data:`RATIOS`)."""
+    answer of the prompt that neither solves it nor goes unscored (``shortcut_beats``, a ratio
+    over ``rollouts`` in :data:`RATIOS`)."""
+    best_P = _probe_outcomes(sampled, probes, k).max(1).values
     outcome_PK = sampled.outcome_B.view(-1, k)
-    best_P = probes.outcome_B.view(outcome_PK.shape[0], -1).max(1).values
     return {"shortcut_beats": (outcome_PK < best_P[:, None] - 1e-9).sum(1).double().numpy()}
 
 
-def shortcut_figures(sampled: Scored, probes: Scored, texts: list[str]) -> dict:
-    """Which kind of short answer scores best most often (:data:`PROBES`), the best ones' mean
-    outcome part against the sampled rollouts', and the best-scoring one's text (``texts``: the
-    probes' texts)."""
-    probe_PC = probes.outcome_B.view(-1, len(PROBES))
-    best_P, which_P = probe_PC.max(1)
-    top = int(torch.bincount(which_P, minlength=len(PROBES)).argmax())
-    p = int(best_P.argmax())
+def shortcut_figures(sampled: Scored, probes: Scored, k: int, texts: list[str]) -> dict:
+    """Among the prompts whose best short answer outscores at least one of their rollouts: the
+    kind of short answer (:data:`PROBES`) that is best most often (``cut``, None where no
+    prompt has one) and, from the prompt where it leads its own rollouts' mean by the most,
+    its text (``example``), its outcome part and that mean (``texts``: the probes' texts)."""
+    best_P, which_P = _probe_outcomes(sampled, probes, k).max(1)
+    outcome_PK = sampled.outcome_B.view(-1, k)
+    beats_P = (outcome_PK < best_P[:, None] - 1e-9).any(1)
+    if not bool(beats_P.any()):
+        return {"cut": None}
+    kinds = Counter(PROBES[int(which_P[p])] for p in beats_P.nonzero().flatten().tolist())
+    margin_P = torch.where(beats_P, best_P - outcome_PK.mean(1), -math.inf)
+    p = int(margin_P.argmax())
     return {
-        "cut": PROBES[top],
-        "probe_outcome": float(best_P.mean()),
-        "rollout_outcome": float(sampled.outcome_B.mean()),
+        "cut": kinds.most_common(1)[0][0],
+        "prompts_with_one": int(beats_P.sum()),
         "example": texts[p * len(PROBES) + int(which_P[p])][:300],
         "example_outcome": float(best_P[p]),
+        "example_rollouts_outcome": float(outcome_PK[p].mean()),
     }
 
 

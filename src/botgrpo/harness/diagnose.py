@@ -357,11 +357,13 @@ def _bar(cfg: DiagnoseConfig, total: int):
     return tqdm(total=total, desc="diagnose: sampling prompts", unit="prompt")
 
 
-def _score(rollouts, funcs, p: Plan):
+def _score(rollouts, funcs, p: Plan, solved_from: float | None = None):
     from botgrpo.harness.diagnosis import score_rollouts as score
 
     try:
-        return score(rollouts, funcs, w_g=p.w_g, w_s=p.w_s, weights=p.weights)
+        return score(
+            rollouts, funcs, w_g=p.w_g, w_s=p.w_s, weights=p.weights, solved_from=solved_from
+        )
     except (ValueError, TypeError, RuntimeError) as err:
         raise RewardFailed(" ".join(str(err).split())) from err
 
@@ -371,12 +373,7 @@ def _shortcut(rollouts, scored, tokenizer, p: Plan) -> dict:
     sums under ``sums``, what :func:`~botgrpo.harness.diagnosis.shortcut_figures` reports and
     the probe's scoring time; a reward (or anything else) that fails on the short answers
     leaves the figure out, with the error named, and the rest of the diagnosis stands."""
-    from botgrpo.harness.diagnosis import (
-        probe_rollouts,
-        score_rollouts,
-        shortcut_figures,
-        shortcut_sums,
-    )
+    from botgrpo.harness.diagnosis import probe_rollouts, shortcut_figures, shortcut_sums
 
     end = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
 
@@ -387,9 +384,7 @@ def _shortcut(rollouts, scored, tokenizer, p: Plan) -> dict:
         probes = probe_rollouts(rollouts, encode, scored.solved_B)
         start = time.perf_counter()
         best = float(scored.outcome_B.max()) if len(rollouts.texts) else 0.0
-        probed = score_rollouts(
-            probes, p.reward_funcs, w_g=p.w_g, w_s=p.w_s, weights=p.weights, solved_from=best
-        )
+        probed = _score(probes, p.reward_funcs, p, solved_from=best)
         return {
             "sums": shortcut_sums(scored, probed, rollouts.k),
             **shortcut_figures(scored, probed, rollouts.k, probes.texts),

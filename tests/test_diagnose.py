@@ -13,18 +13,20 @@ import torch
 from botgrpo.cli import main
 from botgrpo.harness.advice import advise, nearest, render_diagnosis
 from botgrpo.harness.diagnosis import (
-    PROBES,
     Rollouts,
-    cut_short,
     group_figures,
     length_figures,
-    probe_rollouts,
     score_rollouts,
+    verdict_figures,
+    with_intervals,
+)
+from botgrpo.harness.shortcut import (
+    PROBES,
+    cut_short,
+    probe_rollouts,
     shortcut_figures,
     shortcut_sums,
     single_lines,
-    verdict_figures,
-    with_intervals,
 )
 from botgrpo.rewards.types import TokenReward
 

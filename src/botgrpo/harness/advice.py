@@ -27,7 +27,7 @@ DISTANCE_SCALES = {"grpo_no_signal": 0.15, "solved": 0.15, "local_share": 0.05}
 MOSTLY_WRONG = 0.5
 
 #: From this share of the sampled rollouts scoring below a short answer made of a failed
-#: attempt (the shortcut probe, :mod:`botgrpo.harness.diagnosis`), the advice carries a caution.
+#: attempt (the shortcut probe, :mod:`botgrpo.harness.shortcut`), the advice carries a caution.
 #: On the long React pages 0.93 (0.86-0.98) did, below one line of JSX on its own (a
 #: non-component snippet, -0.3, against -1 for a page that fails to compile), and a random-line
 #: run and a BoT run at twice the chosen rate learned such snippets; on react and python at

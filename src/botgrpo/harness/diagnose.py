@@ -369,11 +369,11 @@ def _score(rollouts, funcs, p: Plan, solved_from: float | None = None):
 
 
 def _shortcut(rollouts, scored, tokenizer, p: Plan) -> dict:
-    """The shortcut probe (:func:`botgrpo.harness.diagnosis.probe_rollouts`): its per-group
-    sums under ``sums``, what :func:`~botgrpo.harness.diagnosis.shortcut_figures` reports and
+    """The shortcut probe (:func:`botgrpo.harness.shortcut.probe_rollouts`): its per-group
+    sums under ``sums``, what :func:`~botgrpo.harness.shortcut.shortcut_figures` reports and
     the probe's scoring time; a reward (or anything else) that fails on the short answers
     leaves the figure out, with the error named, and the rest of the diagnosis stands."""
-    from botgrpo.harness.diagnosis import probe_rollouts, shortcut_figures, shortcut_sums
+    from botgrpo.harness.shortcut import probe_rollouts, shortcut_figures, shortcut_sums
 
     end = [tokenizer.eos_token_id] if tokenizer.eos_token_id is not None else []
 

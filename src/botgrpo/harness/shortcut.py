@@ -134,7 +134,7 @@ def _probe_outcomes(sampled: Scored, probes: Scored, k: int) -> torch.Tensor:
 def shortcut_sums(sampled: Scored, probes: Scored, k: int) -> dict[str, np.ndarray]:
     """Per prompt group, the sampled rollouts whose outcome part lies below the best short
     answer of the prompt that neither solves it nor goes unscored (``shortcut_beats``, a ratio
-    over ``rollouts`` in :data:`RATIOS`)."""
+    over ``rollouts`` in :data:`botgrpo.harness.diagnosis.RATIOS`)."""
     best_P = _probe_outcomes(sampled, probes, k).max(1).values
     outcome_PK = sampled.outcome_B.view(-1, k)
     return {"shortcut_beats": (outcome_PK < best_P[:, None] - 1e-9).sum(1).double().numpy()}

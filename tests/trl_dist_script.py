@@ -98,6 +98,7 @@ def main(model_dir: str, out_path: str, mode: str) -> None:
         logs = [h for h in trainer.state.log_history if "loss" in h]
         with open(out_path, "w") as f:
             json.dump({"world_size": acc.num_processes, "rows": all_rows, "logs": logs}, f)
+    acc.end_training()  # destroys the process group: exiting with it alive can abort (SIGABRT)
 
 
 def _exact_rows(trainer) -> list[dict]:

@@ -563,4 +563,7 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
             freeze_below_top_layers(trainer.model, script_args.top_layers)
         trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
         trainer.save_model(config.output_dir)
+        # Finishes trackers and destroys the process group under accelerate/torchrun: a process
+        # that exits with its gloo/NCCL group alive can abort after training has finished.
+        trainer.accelerator.end_training()
     return config

@@ -574,7 +574,8 @@ def render_map(data: dict) -> str:
             f"diagnose's advice on each setting's own step-0 figures against what its "
             f"comparison measured (ahead / level / behind: an interval of the speedup or "
             f"the AUC difference above, around or below no difference): {agree} of "
-            f"{len(checks)} agree.",
+            f"{len(checks)} agree (a consistency check, not a test on new settings: the rule's "
+            "thresholds are read from these same settings).",
             "",
             "| setting | advice | measured | agrees |",
             "|---|---|---|---|",
@@ -760,7 +761,7 @@ def plot_map(data: dict, path: Path) -> None:
                 ax.set_ylabel(ylabel)
     fig.suptitle(
         "Where BoT pays: every stored comparison at w_s 0.5 (blue: exact step verdicts, red: "
-        "code tasks' line verdicts; last column: noisy and learned verdicts on chain, accuracy "
+        "code tasks' line verdicts; last column: noisy and learned verdicts on chain and the pages' random lines, accuracy "
         "at step 0), 95% intervals over 5 seeds"
     )
     fig.tight_layout()

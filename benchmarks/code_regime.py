@@ -204,11 +204,21 @@ def restore_resume(args, point: str) -> None:
         print(f"code regime: the warm start of {point} resumes from step {_step_of(cached)}")
 
 
-def keep_resume(args, point: str) -> None:
-    """The cache's resume point, when further along, into the committed mirror."""
+def keep_resume(args, point: str, quiet: bool = False) -> None:
+    """The cache's resume point, when further along, into the committed mirror; said in one
+    line either way unless ``quiet`` (the mirroring thread)."""
     cached, kept = _resume_points(args, point)
     if _copy_if_further(cached, kept):
         print(f"code regime: kept the warm start's resume point, step {_step_of(kept)}, in {kept}")
+    elif quiet:
+        return
+    elif not cached.is_file():
+        raise ValueError(
+            f"no resume point of the {point} warm start in the cache ({cached}): nothing to "
+            "keep; --keep-resume mirrors one after a `botgrpo warm-start` run was stopped"
+        )
+    else:
+        print(f"code regime: {kept} is already at step {_step_of(kept)}: nothing to keep")
 
 
 def mirror_resume(args, point: str, every_s: float = 120.0) -> None:
@@ -219,7 +229,7 @@ def mirror_resume(args, point: str, every_s: float = 120.0) -> None:
         while True:
             time.sleep(every_s)
             with contextlib.suppress(OSError, ValueError):  # the next round tries again
-                keep_resume(args, point)
+                keep_resume(args, point, quiet=True)
 
     threading.Thread(target=loop, daemon=True).start()
 
@@ -257,6 +267,7 @@ def report(args, point: str) -> dict:
     if not summary_path.is_file():
         raise ValueError(f"no finished comparison in {root}: run --point {point} first")
     summary = json.loads(summary_path.read_text())
+    budget = summary["budget_steps"]  # what the runs trained for, whatever --steps says now
     arms = {m: root for m in summary["methods"]}
     for arm, folder in EXTRA_ARMS.items():
         extra = Path(args.out) / folder
@@ -312,11 +323,9 @@ def report(args, point: str) -> dict:
         "model": f"warm:react-pages-{point}",
         "start": start,
         "levels": levels,
-        "budget": args.steps,
+        "budget": budget,
         "rows": [code_tasks._arm_row(a, r, curves, levels, rates[a]) for a, r in arms.items()],
-        "pairs": [
-            code_tasks._compare_pair(curves, a, b, levels, start, args.steps) for a, b in pairs
-        ],
+        "pairs": [code_tasks._compare_pair(curves, a, b, levels, start, budget) for a, b in pairs],
         "costs": costs,
     }
     stem = Path(args.out) / f"regime-{point}-report"
@@ -422,6 +431,28 @@ def warm_start_only(args, point: str) -> None:
         print(f"code regime: warm start of {task}: {path}", flush=True)
 
 
+def _check_modes(args) -> None:
+    """The options that pick what the command does must not contradict each other."""
+    modes = [m for m in ("report_only", "warm_start_only", "keep_resume") if getattr(args, m)]
+    if len(modes) > 1:
+        named = " and ".join("--" + m.replace("_", "-") for m in modes)
+        raise ValueError(f"{named} each pick what the command does: give one of them")
+    if args.candidates and not args.warm_start_only:
+        raise ValueError("--candidates builds warm starts: add --warm-start-only")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file: give a folder")
+    from botgrpo.harness.config import CompareConfig
+
+    warmup = CompareConfig.warmup_steps
+    if args.steps <= warmup and not (args.report_only or args.warm_start_only):
+        raise ValueError(
+            f"--steps {args.steps}: a run warms its rate up over {warmup} steps; give more"
+        )
+    if args.problems < 1:
+        raise ValueError(f"--problems {args.problems}: give 1 or more held-out problems")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -506,6 +537,7 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
+        _check_modes(args)
         if args.point != "hard" and (args.otb or args.ablation or args.control):
             raise ValueError(
                 "--otb, --ablation and --control run at the hardest point: --point hard"

@@ -167,7 +167,16 @@ def report(args: argparse.Namespace) -> dict:
         )
         raise SystemExit(2)
     summary = json.loads((main_root / "summary.json").read_text())
+    budget = summary["budget_steps"]  # what the runs trained for, whatever --steps says now
     arms = _arms(args)
+    for root in arms.values():
+        if not (root / "metrics.jsonl").is_file():
+            print(
+                f"code_tasks.py: error: {root} keeps its summary but not its runs' metrics.jsonl, "
+                "which the report reads: run the comparison again without --report-only",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
     rates = _chosen_rates(args)
     rates.update({label: rates["bot"] for label in arms if label.startswith("bot w_s")})
     curves = {label: _curves(root, label.split()[0], METRIC) for label, root in arms.items()}
@@ -179,9 +188,9 @@ def report(args: argparse.Namespace) -> dict:
         "task": args.task,
         "start": start,
         "levels": levels,
-        "budget": args.steps,
+        "budget": budget,
         "rows": [_arm_row(a, root, curves, levels, rates[a]) for a, root in arms.items()],
-        "pairs": [_compare_pair(curves, a, b, levels, start, args.steps) for a, b in _pairs(arms)],
+        "pairs": [_compare_pair(curves, a, b, levels, start, budget) for a, b in _pairs(arms)],
     }
     stem = Path(args.out) / f"{args.task}-{args.name}-report"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2))

@@ -239,11 +239,28 @@ def code_regime_settings() -> list[Setting]:
     return out
 
 
+class RecordError(ValueError):
+    """A stored diagnosis that cannot be used."""
+
+
+def load_record(path: Path) -> dict:
+    """A stored diagnosis; one that cannot be read names its file and the fix."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(f"{path} cannot be read ({err}): delete it to diagnose again") from None
+    if not isinstance(record, dict) or not {"figures", "verdicts"} <= set(record):
+        raise RecordError(
+            f"{path} is not a diagnosis (no 'figures' or 'verdicts'): delete it to diagnose again"
+        )
+    return record
+
+
 def measure(setting: Setting, records: Path, prompts: int) -> dict:
     """The setting's step-0 figures (cached in ``records``)."""
     path = records / f"{setting.id}.json"
     if path.is_file():
-        return json.loads(path.read_text())
+        return load_record(path)
     from botgrpo.harness.diagnose import DiagnoseConfig, diagnose
 
     cfg = DiagnoseConfig(
@@ -466,7 +483,7 @@ def advice_check(data: dict, records: Path) -> list[dict]:
 
     out = []
     for row in data["settings"]:
-        diagnosis = json.loads((records / f"{row['id']}.json").read_text())
+        diagnosis = load_record(records / f"{row['id']}.json")
         diagnosis["verdicts"] = {
             **diagnosis["verdicts"],
             "verdict_accuracy": row["predictors"]["verdict_accuracy"],
@@ -785,13 +802,19 @@ def write_between_markers(path: Path, table: str) -> None:
     path.write_text(text)
 
 
+def _path(text: str) -> Path:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path: give a folder or file name")
+    return Path(text)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=Path, default=RECORDS / "where-bot-pays")
+    parser.add_argument("--records", type=_path, default=RECORDS / "where-bot-pays")
     parser.add_argument("--prompts", type=int, default=64, help="prompts per diagnosis")
-    parser.add_argument("--out", type=Path, default=RESULTS)
+    parser.add_argument("--out", type=_path, default=RESULTS)
     parser.add_argument(
-        "--package-map", type=Path, default=PACKAGE_MAP, help="the copy diagnose reads"
+        "--package-map", type=_path, default=PACKAGE_MAP, help="the copy diagnose reads"
     )
     parser.add_argument("--report-only", action="store_true")
     args = parser.parse_args(argv)
@@ -800,11 +823,18 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--out {args.out} is not a folder: pass an existing one (docs/results)")
     if not args.package_map.parent.is_dir():
         parser.error(f"--package-map {args.package_map}: its folder does not exist")
+    if args.package_map.is_dir():
+        parser.error(f"--package-map {args.package_map} is a folder: name the JSON file to write")
     if args.report_only and not args.records.is_dir():
         parser.error(f"--records {args.records} is not a folder: run without --report-only first")
+    if args.records.exists() and not args.records.is_dir():
+        parser.error(f"--records {args.records} is a file: give a folder for the diagnoses")
     if args.prompts < 1:
         parser.error(f"--prompts must be at least 1, got {args.prompts}")
-    data = build(args)
+    try:
+        data = build(args)
+    except RecordError as err:
+        parser.error(str(err))
     if not data["settings"]:
         parser.error(f"no stored comparison is diagnosed in {args.records}: nothing to map")
     (args.out / "where-bot-pays.json").write_text(json.dumps(data, indent=2))

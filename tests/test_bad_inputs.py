@@ -604,6 +604,19 @@ def test_reward_configs_built_in_python_check_their_types_too():
         PythonRewardConfig(languages="python")  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize("seconds", [math.inf, math.nan, 5e6, 0.0])
+def test_code_reward_timeouts_stay_within_a_day(seconds):
+    """A render or test limit past a day (or not a number) is refused when the config is built,
+    not when the first completion is scored."""
+    from botgrpo.rewards.recipes.python import PythonRewardConfig
+    from botgrpo.rewards.recipes.react.recipe import ReactRewardConfig
+
+    with pytest.raises(ValueError, match="render_timeout_s must be > 0 and at most 86400"):
+        ReactRewardConfig(render_timeout_s=seconds)
+    with pytest.raises(ValueError, match="test_timeout_s"):
+        PythonRewardConfig(test_timeout_s=seconds)
+
+
 def test_reward_helpers_refuse_values_outside_their_range():
     import numpy as np
 

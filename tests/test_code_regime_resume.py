@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import torch
 
 from botgrpo.harness.stats import held_crossing
@@ -56,7 +57,8 @@ def test_resume_points_travel_only_forward(tmp_path):
     assert kept == tmp_path / "regime-warm" / "hard" / "state.pt"
     assert cached.parent.name.startswith(".warm-") and cached.parent.name.endswith(".resume")
 
-    script.keep_resume(args, "hard")  # nothing in the cache yet: nothing kept
+    with pytest.raises(ValueError, match="nothing to keep"):  # nothing in the cache yet
+        script.keep_resume(args, "hard")
     assert not kept.exists()
     _state(cached, 300)
     script.keep_resume(args, "hard")
@@ -129,8 +131,9 @@ def test_the_report_from_the_stored_hardest_point(tmp_path):
 
     script = load_script()
     _stored_hardest_point(tmp_path)
-    args = argparse.Namespace(out=str(tmp_path), steps=50)
+    args = argparse.Namespace(out=str(tmp_path), steps=10)  # the runs' own 50 steps count
     result = script.report(args, "hard")
+    assert result["budget"] == 50
     pair = next(p for p in result["pairs"] if (p["arm"], p["baseline"]) == ("bot", "grpo"))
     half = pair["speedup"]["half-way"]
     assert half["low"] <= half["ratio"] <= half["high"] and len(pair["seeds"]) >= 5
@@ -173,6 +176,33 @@ def test_an_arm_of_its_own_comparison_joins_the_report_without_moving_the_level(
     pairs = {(p["arm"], p["baseline"]): p for p in result["pairs"]}
     assert set(pairs) == {("bot", "grpo"), ("otb", "grpo"), ("bot", "otb")}
     assert pairs["bot", "otb"]["speedup"]["highest every run holds"]["censoring"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--report-only", "--warm-start-only"], "--report-only and --warm-start-only each pick"),
+        (["--keep-resume", "--report-only"], "--report-only and --keep-resume each pick"),
+        (["--candidates", "0.2"], "--candidates builds warm starts: add --warm-start-only"),
+        (["--steps", "10"], "--steps 10: a run warms its rate up over 10 steps"),
+        (["--problems", "0"], "--problems 0: give 1 or more"),
+        (["--keep-resume"], "nothing to keep"),
+    ],
+)
+def test_options_that_contradict_end_in_one_line_and_write_nothing(tmp_path, extra, says):
+    done = run_script("--point", "hard", "--out", str(tmp_path), *extra)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_out_that_is_a_file_is_refused(tmp_path):
+    out = tmp_path / "records"
+    out.write_text("")
+    done = run_script("--point", "hard", "--out", str(out), "--keep-resume")
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"code_regime.py: error: --out {out} is a file: give a folder"
 
 
 def test_a_bad_otb_rate_ends_before_any_run(tmp_path):

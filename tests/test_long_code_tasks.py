@@ -152,12 +152,26 @@ def test_the_helpers_teacher_slips_at_its_rate_at_every_opportunity(kind, rate):
         ("python:helpers=7", "helpers must be 0"),
         ("python:helpers=2.5", "is not a valid int"),
         ("react:section=3", "has no option 'section'"),
+        ("react:render_timeout_s=inf", "render_timeout_s must be > 0 and at most 86400"),
+        ("react:render_timeout_s=5e6", "render_timeout_s must be > 0 and at most 86400"),
+        ("react:render_timeout_s=nan", "render_timeout_s must be > 0 and at most 86400"),
+        ("python:test_timeout_s=inf", "test_timeout_s must be > 0 and at most 86400"),
+        ("python:test_timeout_s=1e6", "test_timeout_s must be > 0 and at most 86400"),
+        ("react :sections=3", "spaces around its name: write react:sections=3"),
     ],
 )
 def test_bad_long_options_are_one_line_errors(spec, says):
     with pytest.raises(ValueError, match=says) as err:
         load_task(spec)
     assert "\n" not in str(err.value)
+
+
+def test_spaces_inside_the_options_name_the_same_task():
+    """Spaces around a key, a value or a slip kind change nothing, the warm-start key included."""
+    spaced = load_task("react:sections = 3, slip = tag + attr ,slip_rate= 0.2")
+    plain = load_task("react:sections=3,slip=tag+attr,slip_rate=0.2")
+    assert spaced == plain and task_fingerprint(spaced) == task_fingerprint(plain)
+    assert spaced.teacher.kinds == ("tag", "attr")
 
 
 def test_the_long_options_reach_the_warm_start_key_and_leave_the_shipped_ones_alone():

@@ -139,6 +139,8 @@ def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
         (["--records", "{tmp}/none"], "run without --report-only first"),
         (["--records", "{tmp}"], "nothing to map"),
         (["--prompts", "0"], "--prompts must be at least 1"),
+        (["--out", ""], "an empty path"),
+        (["--package-map", "{tmp}"], "is a folder: name the JSON file"),
     ],
 )
 def test_bad_inputs_end_in_one_line_and_write_nothing(tmp_path, capsys, extra, says):
@@ -215,3 +217,29 @@ def test_the_flags_precision_is_read_only_where_it_separates_kept_from_lost():
         script.render_rule(overlap)
     )
     assert script._flags_right(rows[:3]) == {}  # nothing lost: nothing to read
+
+
+def test_a_records_path_that_is_a_file_or_a_broken_record_is_named(tmp_path, capsys):
+    """--records naming a file ends before any diagnosis; a stored diagnosis that cannot be read
+    is named with its fix, and nothing is written."""
+    script = load_script()
+    out = tmp_path / "out"
+    out.mkdir()
+    records = tmp_path / "records"
+    records.write_text("")
+    args = ["--out", str(out), "--package-map", str(out / "m.json")]
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([*args, "--records", str(records)])
+    assert exit_info.value.code == 2
+    assert "is a file: give a folder" in capsys.readouterr().err.strip().splitlines()[-1]
+    records.unlink()
+    records.mkdir()
+    first = script.stored_settings()[0].id
+    for broken in ("{", "{}"):
+        (records / f"{first}.json").write_text(broken)
+        with pytest.raises(SystemExit) as exit_info:
+            script.main([*args, "--records", str(records), "--report-only"])
+        assert exit_info.value.code == 2
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert f"{first}.json" in last and "delete it to diagnose again" in last
+    assert list(out.iterdir()) == []

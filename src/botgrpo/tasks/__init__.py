@@ -60,7 +60,7 @@ def builtin_task(name: str, options: str = "") -> Task:
     kwargs: dict[str, object] = {}
     teacher: dict[str, str] = {}
     for item in filter(None, (part.strip() for part in options.split(","))):
-        key, sep, value = item.partition("=")
+        key, sep, value = (part.strip() for part in item.partition("="))
         if not sep:
             raise ValueError(f"task option {item!r} of {name!r} needs the form key=value")
         if key in kwargs or key in teacher:
@@ -74,7 +74,7 @@ def builtin_task(name: str, options: str = "") -> Task:
             raise ValueError(f"task {name!r} has no option {key!r}; options: {valid}")
     if teacher:
         default = cls().teacher
-        slip = teacher.get("slip", default.slip)
+        slip = "+".join(kind.strip() for kind in teacher.get("slip", default.slip).split("+"))
         fallback = 0.0 if slip == "none" else default.rate
         rate = _parse_value(name, "slip_rate", teacher.get("slip_rate", str(fallback)), float)
         kwargs["teacher"] = Teacher(slip, rate)  # type: ignore[arg-type]
@@ -92,6 +92,10 @@ def load_task(spec: str) -> Task:
     6
     """
     kind, _, rest = spec.partition(":")
+    if kind != kind.strip() and kind.strip() in BUILTIN_TASKS:
+        raise ValueError(
+            f"task {spec!r} has spaces around its name: write {kind.strip()}:{rest.strip()}"
+        )
     if kind in BUILTIN_TASKS:
         return builtin_task(kind, rest)
     if kind == "jsonl" and rest:

@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 
 from botgrpo.rewards.calling import resolve_tokenizer, tokenize_completions
 from botgrpo.rewards.noise import moved_verdicts
+from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S
 from botgrpo.rewards.text import JS_BREAK, line_contents
 from botgrpo.rewards.types import TokenReward
 from botgrpo.tasks.base import Example, Score, StepVerdict, repr_leaving_out
@@ -182,8 +183,11 @@ class ReactComponents:
                 f"sections must be an integer from 0 (one flat component) to {MAX_SECTIONS}, "
                 f"got {self.sections!r}"
             )
-        if not self.render_timeout_s > 0:
-            raise ValueError(f"render_timeout_s must be > 0, got {self.render_timeout_s}")
+        if not 0 < self.render_timeout_s <= MAX_TIMEOUT_S:
+            raise ValueError(
+                f"render_timeout_s must be > 0 and at most {MAX_TIMEOUT_S} (a day), "
+                f"got {self.render_timeout_s}"
+            )
         if not math.isfinite(self.solved_weight):
             raise ValueError(f"solved_weight must be finite, got {self.solved_weight}")
         self.teacher.check_kind(self.name, self.SLIPS)

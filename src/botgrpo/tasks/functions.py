@@ -46,6 +46,7 @@ from typing import Any, ClassVar
 
 from botgrpo.rewards.calling import resolve_tokenizer, tokenize_completions
 from botgrpo.rewards.noise import moved_verdicts
+from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S
 from botgrpo.rewards.text import line_contents
 from botgrpo.rewards.types import TokenReward
 from botgrpo.tasks.base import Example, Score, StepVerdict, repr_leaving_out
@@ -259,8 +260,11 @@ class PythonFunctions:
                 f"helpers must be 0 (one small function) or an integer from 2 to {MAX_HELPERS}, "
                 f"got {self.helpers!r}"
             )
-        if not self.test_timeout_s > 0:
-            raise ValueError(f"test_timeout_s must be > 0, got {self.test_timeout_s}")
+        if not 0 < self.test_timeout_s <= MAX_TIMEOUT_S:
+            raise ValueError(
+                f"test_timeout_s must be > 0 and at most {MAX_TIMEOUT_S} (a day), "
+                f"got {self.test_timeout_s}"
+            )
         self.teacher.check_kind(self.name, self.SLIPS)
 
     def sample(self, rng: random.Random) -> Example:

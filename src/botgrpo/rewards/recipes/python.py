@@ -45,6 +45,7 @@ from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import check_config_types, config_from_mapping
 from botgrpo.rewards.judges.options import as_judge
 from botgrpo.rewards.noise import apply_line_moves, line_moves
+from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S
 from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
 from botgrpo.rewards.types import TokenReward
 from botgrpo.rewards.verifiers.python_diagnostics import (
@@ -128,6 +129,11 @@ class PythonRewardConfig:
             raise ValueError("PythonRewardConfig.lint_floor must be <= 0")
         if not (self.test_timeout_s > 0 and self.test_memory_mb > 0):
             raise ValueError("PythonRewardConfig.test_timeout_s and test_memory_mb must be > 0")
+        if not self.test_timeout_s <= MAX_TIMEOUT_S:
+            raise ValueError(
+                f"PythonRewardConfig.test_timeout_s must be at most {MAX_TIMEOUT_S} (a day), "
+                f"got {self.test_timeout_s}"
+            )
         if self.test_workers is not None and self.test_workers < 1:
             raise ValueError("PythonRewardConfig.test_workers must be >= 1 or None")
         if not self.languages or not self.name or (self.run_tests and not self.test_column):

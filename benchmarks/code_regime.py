@@ -212,6 +212,8 @@ def keep_resume(args, point: str, quiet: bool = False) -> None:
         print(f"code regime: kept the warm start's resume point, step {_step_of(kept)}, in {kept}")
     elif quiet:
         return
+    elif _warm_entry(args, point).is_dir():
+        print(f"code regime: the {point} warm start has finished: no resume point to keep")
     elif not cached.is_file():
         raise ValueError(
             f"no resume point of the {point} warm start in the cache ({cached}): nothing to "
@@ -235,11 +237,9 @@ def mirror_resume(args, point: str, every_s: float = 120.0) -> None:
 
 
 def _train_records(root: Path, method: str, key: str, step: int | None = None) -> list[float]:
-    from botgrpo.harness.results import load_records
-
     return [
         r[key]
-        for r in load_records(root / "metrics.jsonl")
+        for r in code_tasks.comparison_records(root)
         if r.get("kind") == "train"
         and r["method"] == method
         and key in r
@@ -260,19 +260,18 @@ def held_level(values) -> float:
 def report(args, point: str) -> dict:
     """The point's report: every arm, the paired comparisons, per-step signal figures."""
     from botgrpo.harness import stats
-    from botgrpo.harness.results import load_records
 
     root = Path(args.out) / f"regime-{point}"
     summary_path = root / "summary.json"
     if not summary_path.is_file():
         raise ValueError(f"no finished comparison in {root}: run --point {point} first")
     summary = json.loads(summary_path.read_text())
-    budget = summary["budget_steps"]  # what the runs trained for, whatever --steps says now
     arms = {m: root for m in summary["methods"]}
     for arm, folder in EXTRA_ARMS.items():
         extra = Path(args.out) / folder
         if point == "hard" and arm not in arms and (extra / "summary.json").is_file():
             arms[arm] = extra
+    budget = code_tasks.comparison_budget(dict.fromkeys(arms.values()))  # not --steps: the runs'
     curves = {a: code_tasks._curves(r, a.split()[0], METRIC) for a, r in arms.items()}
     start = stats.start_value(curves)
     levels = {"80%": code_tasks.PAPER_LEVEL}
@@ -300,7 +299,7 @@ def report(args, point: str) -> dict:
     costs = {}
     for arm, r in arms.items():
         method = arm.split()[0]
-        recs = [x for x in load_records(r / "metrics.jsonl") if x.get("kind") == "cost"]
+        recs = [x for x in code_tasks.comparison_records(r) if x.get("kind") == "cost"]
         per_step = [x["seconds_per_step"] for x in recs if x["method"] == method]
         zero = _train_records(r, method, "bot/frac_zero_signal_groups")
         share = _train_records(r, method, "bot/local_share")
@@ -432,20 +431,25 @@ def warm_start_only(args, point: str) -> None:
 
 
 def _check_modes(args) -> None:
-    """The options that pick what the command does must not contradict each other."""
+    """The options that pick what the command does must not contradict each other, and the
+    folder and sizes every mode uses must make sense."""
     modes = [m for m in ("report_only", "warm_start_only", "keep_resume") if getattr(args, m)]
     if len(modes) > 1:
         named = " and ".join("--" + m.replace("_", "-") for m in modes)
         raise ValueError(f"{named} each pick what the command does: give one of them")
     if args.candidates and not args.warm_start_only:
         raise ValueError("--candidates builds warm starts: add --warm-start-only")
+    arms = [f"--{a}" for a in ("otb", "ablation", "control") if getattr(args, a)]
+    if arms and (args.warm_start_only or args.keep_resume):
+        mode = "--warm-start-only" if args.warm_start_only else "--keep-resume"
+        raise ValueError(f"{mode} trains no comparison: leave out {' and '.join(arms)}")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file: give a folder")
     from botgrpo.harness.config import CompareConfig
 
     warmup = CompareConfig.warmup_steps
-    if args.steps <= warmup and not (args.report_only or args.warm_start_only):
+    if args.steps <= warmup and not args.report_only:
         raise ValueError(
             f"--steps {args.steps}: a run warms its rate up over {warmup} steps; give more"
         )

@@ -27,6 +27,7 @@ Finished runs are reused, so the command resumes. A benchmark: it asserts nothin
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -98,10 +99,43 @@ def _arms(args: argparse.Namespace) -> dict[str, Path]:
     return {label: root for label, root in arms.items() if (root / "summary.json").exists()}
 
 
-def _curves(root: Path, method: str, key: str) -> dict:
-    from botgrpo.harness.results import eval_curves, load_records
+@functools.cache
+def comparison_records(root: Path) -> tuple[dict, ...]:
+    """Every record of a finished comparison in ``root``: its merged ``metrics.jsonl``, else
+    the files of its finished runs (``runs/*/done.json``), which a clone may keep alone."""
+    from botgrpo.harness.results import load_records
 
-    return eval_curves(load_records(root / "metrics.jsonl"), key).get(method, {})
+    if (root / "metrics.jsonl").is_file():
+        return tuple(load_records(root / "metrics.jsonl"))
+    done = sorted(p.parent for p in (root / "runs").glob("*/done.json"))
+    if not done:
+        raise ValueError(
+            f"{root} keeps no runs' records (metrics.jsonl or runs/*/metrics.jsonl with "
+            "done.json): run the comparison without --report-only"
+        )
+    return tuple(r for d in done for r in load_records(d / "metrics.jsonl"))
+
+
+def comparison_budget(roots, summary_name: str = "summary.json") -> int:
+    """The steps every compared comparison trained for (a run that never reaches a level counts
+    at it): each folder's own ``budget_steps``, which must agree."""
+    budgets = {}
+    for root in roots:
+        summary = json.loads((Path(root) / summary_name).read_text())
+        if "budget_steps" in summary:
+            budgets[str(root)] = summary["budget_steps"]
+    if not budgets:
+        raise ValueError("no summary.json of the compared runs says their budget_steps")
+    if len(set(budgets.values())) > 1:
+        listed = ", ".join(f"{r} {b}" for r, b in budgets.items())
+        raise ValueError(f"the compared runs trained for different numbers of steps ({listed})")
+    return next(iter(budgets.values()))
+
+
+def _curves(root: Path, method: str, key: str) -> dict:
+    from botgrpo.harness.results import eval_curves
+
+    return eval_curves(list(comparison_records(root)), key).get(method, {})
 
 
 def _pairs(arms) -> list[tuple[str, str]]:
@@ -167,19 +201,14 @@ def report(args: argparse.Namespace) -> dict:
         )
         raise SystemExit(2)
     summary = json.loads((main_root / "summary.json").read_text())
-    budget = summary["budget_steps"]  # what the runs trained for, whatever --steps says now
     arms = _arms(args)
-    for root in arms.values():
-        if not (root / "metrics.jsonl").is_file():
-            print(
-                f"code_tasks.py: error: {root} keeps its summary but not its runs' metrics.jsonl, "
-                "which the report reads: run the comparison again without --report-only",
-                file=sys.stderr,
-            )
-            raise SystemExit(2)
+    try:  # what the runs trained for, whatever --steps says now
+        budget = comparison_budget(arms.values())
+        curves = {label: _curves(root, label.split()[0], METRIC) for label, root in arms.items()}
+    except ValueError as err:
+        _usage(err)
     rates = _chosen_rates(args)
     rates.update({label: rates["bot"] for label in arms if label.startswith("bot w_s")})
-    curves = {label: _curves(root, label.split()[0], METRIC) for label, root in arms.items()}
     levels = {"80%": PAPER_LEVEL}
     if summary["thresholds"]:
         levels["half-way"] = summary["thresholds"][len(summary["thresholds"]) // 2]

@@ -239,6 +239,17 @@ def code_regime_settings() -> list[Setting]:
     return out
 
 
+#: What the map reads of a stored diagnosis (:func:`predictors`, :func:`advice_check`).
+RECORD_KEYS = (
+    ("figures", "grpo_no_signal"),
+    ("figures", "bot_no_signal"),
+    ("figures", "local_share"),
+    ("figures", "solved"),
+    ("lengths", "mean_tokens"),
+    ("verdicts",),
+)
+
+
 class RecordError(ValueError):
     """A stored diagnosis that cannot be used."""
 
@@ -249,9 +260,16 @@ def load_record(path: Path) -> dict:
         record = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise RecordError(f"{path} cannot be read ({err}): delete it to diagnose again") from None
-    if not isinstance(record, dict) or not {"figures", "verdicts"} <= set(record):
+    missing = [
+        ".".join(key)
+        for key in RECORD_KEYS
+        if not isinstance(record, dict)
+        or not isinstance(record.get(key[0]), dict)
+        or (len(key) > 1 and key[1] not in record[key[0]])
+    ]
+    if missing:
         raise RecordError(
-            f"{path} is not a diagnosis (no 'figures' or 'verdicts'): delete it to diagnose again"
+            f"{path} is not a diagnosis (no {', '.join(missing)}): delete it to diagnose again"
         )
     return record
 
@@ -825,10 +843,10 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"--package-map {args.package_map}: its folder does not exist")
     if args.package_map.is_dir():
         parser.error(f"--package-map {args.package_map} is a folder: name the JSON file to write")
-    if args.report_only and not args.records.is_dir():
-        parser.error(f"--records {args.records} is not a folder: run without --report-only first")
     if args.records.exists() and not args.records.is_dir():
         parser.error(f"--records {args.records} is a file: give a folder for the diagnoses")
+    if args.report_only and not args.records.is_dir():
+        parser.error(f"--records {args.records} is not a folder: run without --report-only first")
     if args.prompts < 1:
         parser.error(f"--prompts must be at least 1, got {args.prompts}")
     try:

@@ -613,8 +613,13 @@ def test_code_reward_timeouts_stay_within_a_day(seconds):
 
     with pytest.raises(ValueError, match="render_timeout_s must be > 0 and at most 86400"):
         ReactRewardConfig(render_timeout_s=seconds)
-    with pytest.raises(ValueError, match="test_timeout_s"):
+    with pytest.raises(ValueError, match="test_timeout_s must be > 0 and at most 86400"):
         PythonRewardConfig(test_timeout_s=seconds)
+    from botgrpo.rewards import check_components, screenshot_components
+
+    for call in (check_components, screenshot_components):  # before any worker starts
+        with pytest.raises(ValueError, match="timeout_s must be > 0 and at most 86400"):
+            call(["export default () => <p/>;"], timeout_s=seconds)
 
 
 def test_reward_helpers_refuse_values_outside_their_range():

@@ -187,6 +187,8 @@ def test_an_arm_of_its_own_comparison_joins_the_report_without_moving_the_level(
         (["--steps", "10"], "--steps 10: a run warms its rate up over 10 steps"),
         (["--problems", "0"], "--problems 0: give 1 or more"),
         (["--keep-resume"], "nothing to keep"),
+        (["--keep-resume", "--otb"], "--keep-resume trains no comparison: leave out --otb"),
+        (["--warm-start-only", "--steps", "5"], "--steps 5: a run warms its rate up"),
     ],
 )
 def test_options_that_contradict_end_in_one_line_and_write_nothing(tmp_path, extra, says):
@@ -281,3 +283,58 @@ def test_the_sweeps_figure_reads_every_arm_finished_or_not(tmp_path):
     assert script.plot_sweeps(args, tmp_path / "sweeps.png") is True
     png = (tmp_path / "sweeps.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+
+
+def test_a_report_reads_the_runs_own_records_when_the_merged_file_is_missing(tmp_path):
+    """A clone that keeps only the finished runs' files (runs/*/metrics.jsonl with done.json)
+    reports the same comparison as the stored report, at the runs' own budget."""
+    import json
+    import shutil
+
+    shutil.copytree(ROOT / "benchmarks" / "records" / "react-5seed", tmp_path / "react-5seed")
+    assert not (tmp_path / "react-5seed" / "metrics.jsonl").exists()
+    script = ROOT / "benchmarks" / "code_tasks.py"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    done = subprocess.run(
+        [sys.executable, str(script), "--task", "react", "--out", str(tmp_path), "--report-only"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    made = json.loads((tmp_path / "react-5seed-report.json").read_text())
+    stored = json.loads((ROOT / "docs" / "results" / "react-5seed.report.json").read_text())
+    assert made["budget"] == stored["budget"] == 40
+
+    def pair(result):
+        return next(p for p in result["pairs"] if (p["arm"], p["baseline"]) == ("bot", "grpo"))
+
+    assert pair(made)["speedup"] == pair(stored)["speedup"]
+    assert pair(made)["auc_diff"] == pair(stored)["auc_diff"]
+
+
+def test_a_report_without_any_runs_records_ends_in_one_line(tmp_path):
+    import shutil
+
+    (tmp_path / "regime-middle").mkdir()
+    shutil.copy(
+        ROOT / "benchmarks" / "records" / "regime-middle" / "summary.json",
+        tmp_path / "regime-middle",
+    )
+    done = run_script("--point", "middle", "--out", str(tmp_path), "--report-only")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "keeps no runs' records" in lines[0], lines
+
+
+def test_arms_trained_for_different_budgets_are_not_compared(tmp_path):
+    import json
+
+    script = load_script()
+    for name, steps in (("a", 50), ("b", 40), ("c", 50)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps({"budget_steps": steps}))
+    assert script.code_tasks.comparison_budget([tmp_path / "a", tmp_path / "c"]) == 50
+    with pytest.raises(ValueError, match="different numbers of steps"):
+        script.code_tasks.comparison_budget([tmp_path / "a", tmp_path / "b"])

@@ -158,6 +158,8 @@ def test_the_helpers_teacher_slips_at_its_rate_at_every_opportunity(kind, rate):
         ("python:test_timeout_s=inf", "test_timeout_s must be > 0 and at most 86400"),
         ("python:test_timeout_s=1e6", "test_timeout_s must be > 0 and at most 86400"),
         ("react :sections=3", "spaces around its name: write react:sections=3"),
+        ("react ", "spaces around its name: write react$"),
+        ("jsonl :data.jsonl", "spaces around its name: write jsonl:data.jsonl"),
     ],
 )
 def test_bad_long_options_are_one_line_errors(spec, says):

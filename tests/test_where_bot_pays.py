@@ -232,10 +232,13 @@ def test_a_records_path_that_is_a_file_or_a_broken_record_is_named(tmp_path, cap
         script.main([*args, "--records", str(records)])
     assert exit_info.value.code == 2
     assert "is a file: give a folder" in capsys.readouterr().err.strip().splitlines()[-1]
+    with pytest.raises(SystemExit):  # with --report-only too, the same line
+        script.main([*args, "--records", str(records), "--report-only"])
+    assert "is a file: give a folder" in capsys.readouterr().err.strip().splitlines()[-1]
     records.unlink()
     records.mkdir()
     first = script.stored_settings()[0].id
-    for broken in ("{", "{}"):
+    for broken in ("{", "{}", '{"figures": {}, "verdicts": {}}'):
         (records / f"{first}.json").write_text(broken)
         with pytest.raises(SystemExit) as exit_info:
             script.main([*args, "--records", str(records), "--report-only"])

@@ -91,11 +91,10 @@ def load_task(spec: str) -> Task:
     >>> load_task("chain:max_steps=6").max_steps
     6
     """
-    kind, _, rest = spec.partition(":")
-    if kind != kind.strip() and kind.strip() in BUILTIN_TASKS:
-        raise ValueError(
-            f"task {spec!r} has spaces around its name: write {kind.strip()}:{rest.strip()}"
-        )
+    kind, colon, rest = spec.partition(":")
+    if kind != kind.strip() and kind.strip() in (*BUILTIN_TASKS, "jsonl", "reasoning_gym"):
+        fixed = kind.strip() + (f":{rest.strip()}" if colon else "")
+        raise ValueError(f"task {spec!r} has spaces around its name: write {fixed}")
     if kind in BUILTIN_TASKS:
         return builtin_task(kind, rest)
     if kind == "jsonl" and rest:

@@ -47,7 +47,6 @@ from typing import Any, ClassVar
 
 from botgrpo.rewards.calling import resolve_tokenizer, tokenize_completions
 from botgrpo.rewards.noise import moved_verdicts
-from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S
 from botgrpo.rewards.text import JS_BREAK, line_contents
 from botgrpo.rewards.types import TokenReward
 from botgrpo.tasks.base import Example, Score, StepVerdict, repr_leaving_out
@@ -183,6 +182,8 @@ class ReactComponents:
                 f"sections must be an integer from 0 (one flat component) to {MAX_SECTIONS}, "
                 f"got {self.sections!r}"
             )
+        from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S  # the sandbox's own cap
+
         if not 0 < self.render_timeout_s <= MAX_TIMEOUT_S:
             raise ValueError(
                 f"render_timeout_s must be > 0 and at most {MAX_TIMEOUT_S} (a day), "

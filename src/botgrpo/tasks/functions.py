@@ -46,7 +46,6 @@ from typing import Any, ClassVar
 
 from botgrpo.rewards.calling import resolve_tokenizer, tokenize_completions
 from botgrpo.rewards.noise import moved_verdicts
-from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S
 from botgrpo.rewards.text import line_contents
 from botgrpo.rewards.types import TokenReward
 from botgrpo.tasks.base import Example, Score, StepVerdict, repr_leaving_out
@@ -260,6 +259,8 @@ class PythonFunctions:
                 f"helpers must be 0 (one small function) or an integer from 2 to {MAX_HELPERS}, "
                 f"got {self.helpers!r}"
             )
+        from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S  # the sandbox's own cap
+
         if not 0 < self.test_timeout_s <= MAX_TIMEOUT_S:
             raise ValueError(
                 f"test_timeout_s must be > 0 and at most {MAX_TIMEOUT_S} (a day), "

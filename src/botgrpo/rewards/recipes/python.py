@@ -127,13 +127,13 @@ class PythonRewardConfig:
         )
         if self.lint_floor > 0:
             raise ValueError("PythonRewardConfig.lint_floor must be <= 0")
-        if not (self.test_timeout_s > 0 and self.test_memory_mb > 0):
-            raise ValueError("PythonRewardConfig.test_timeout_s and test_memory_mb must be > 0")
-        if not self.test_timeout_s <= MAX_TIMEOUT_S:
+        if not 0 < self.test_timeout_s <= MAX_TIMEOUT_S:
             raise ValueError(
-                f"PythonRewardConfig.test_timeout_s must be at most {MAX_TIMEOUT_S} (a day), "
-                f"got {self.test_timeout_s}"
+                f"PythonRewardConfig.test_timeout_s must be > 0 and at most {MAX_TIMEOUT_S} "
+                f"(a day), got {self.test_timeout_s}"
             )
+        if not self.test_memory_mb > 0:
+            raise ValueError("PythonRewardConfig.test_memory_mb must be > 0")
         if self.test_workers is not None and self.test_workers < 1:
             raise ValueError("PythonRewardConfig.test_workers must be >= 1 or None")
         if not self.languages or not self.name or (self.run_tests and not self.test_column):

@@ -239,7 +239,7 @@ def mirror_resume(args, point: str, every_s: float = 120.0) -> None:
 def _train_records(root: Path, method: str, key: str, step: int | None = None) -> list[float]:
     return [
         r[key]
-        for r in code_tasks.comparison_records(root)
+        for r in code_tasks.records(root)
         if r.get("kind") == "train"
         and r["method"] == method
         and key in r
@@ -299,7 +299,7 @@ def report(args, point: str) -> dict:
     costs = {}
     for arm, r in arms.items():
         method = arm.split()[0]
-        recs = [x for x in code_tasks.comparison_records(r) if x.get("kind") == "cost"]
+        recs = [x for x in code_tasks.records(r) if x.get("kind") == "cost"]
         per_step = [x["seconds_per_step"] for x in recs if x["method"] == method]
         zero = _train_records(r, method, "bot/frac_zero_signal_groups")
         share = _train_records(r, method, "bot/local_share")

@@ -100,20 +100,12 @@ def _arms(args: argparse.Namespace) -> dict[str, Path]:
 
 
 @functools.cache
-def comparison_records(root: Path) -> tuple[dict, ...]:
-    """Every record of a finished comparison in ``root``: its merged ``metrics.jsonl``, else
-    the files of its finished runs (``runs/*/done.json``), which a clone may keep alone."""
-    from botgrpo.harness.results import load_records
+def records(root: Path) -> tuple[dict, ...]:
+    """A comparison's records (:func:`botgrpo.harness.results.comparison_records`), read once
+    per report however many figures use them."""
+    from botgrpo.harness.results import comparison_records
 
-    if (root / "metrics.jsonl").is_file():
-        return tuple(load_records(root / "metrics.jsonl"))
-    done = sorted(p.parent for p in (root / "runs").glob("*/done.json"))
-    if not done:
-        raise ValueError(
-            f"{root} keeps no runs' records (metrics.jsonl or runs/*/metrics.jsonl with "
-            "done.json): run the comparison without --report-only"
-        )
-    return tuple(r for d in done for r in load_records(d / "metrics.jsonl"))
+    return tuple(comparison_records(root))
 
 
 def comparison_budget(roots, summary_name: str = "summary.json") -> int:
@@ -135,7 +127,7 @@ def comparison_budget(roots, summary_name: str = "summary.json") -> int:
 def _curves(root: Path, method: str, key: str) -> dict:
     from botgrpo.harness.results import eval_curves
 
-    return eval_curves(list(comparison_records(root)), key).get(method, {})
+    return eval_curves(list(records(root)), key).get(method, {})
 
 
 def _pairs(arms) -> list[tuple[str, str]]:

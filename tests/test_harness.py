@@ -367,3 +367,24 @@ def test_greedy_false_skips_the_greedy_evaluation_and_changes_nothing_else():
         return run_settings(RunSpec("bot", 0, 1e-4, "m", "r", CompareConfig(greedy=greedy)))
 
     assert "greedy" not in settings(True) and settings(False)["greedy"] is False
+
+
+def test_comparison_records_read_the_finished_runs_before_the_merged_file(tmp_path):
+    """A resumed comparison's runs/ folders are what it builds on: a run without done.json
+    is unfinished and left out; the merged file is read only where no run is kept."""
+    from botgrpo.harness.results import comparison_records
+
+    def record(method: str, seed: int) -> str:
+        return json.dumps({"kind": "eval", "method": method, "seed": seed, "step": 0}) + "\n"
+
+    with pytest.raises(ValueError, match="keeps no runs' records"):
+        comparison_records(tmp_path)
+    (tmp_path / "metrics.jsonl").write_text(record("grpo", 0))
+    assert [r["method"] for r in comparison_records(tmp_path)] == ["grpo"]
+    for name, done in (("bot-s0", True), ("bot-s1", False)):
+        run = tmp_path / "runs" / name
+        run.mkdir(parents=True)
+        (run / "metrics.jsonl").write_text(record("bot", int(name[-1])))
+        if done:
+            (run / "done.json").write_text("{}")
+    assert [(r["method"], r["seed"]) for r in comparison_records(tmp_path)] == [("bot", 0)]

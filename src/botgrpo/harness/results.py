@@ -69,6 +69,23 @@ def _record_problem(record: dict) -> str:
     return ""
 
 
+def comparison_records(root: str | Path) -> list[dict]:
+    """Every record of a comparison's finished runs: ``runs/*/metrics.jsonl`` of the runs that
+    wrote ``done.json`` (what a resumed comparison builds on), else the merged
+    ``metrics.jsonl`` (:func:`collect`) that a copy of the comparison may keep alone.
+    ValueError naming the folder when it keeps neither."""
+    root = Path(root)
+    done = sorted(p.parent for p in (root / "runs").glob("*/done.json"))
+    if done:
+        return [r for d in done for r in load_records(d / "metrics.jsonl")]
+    if (root / "metrics.jsonl").is_file():
+        return load_records(root / "metrics.jsonl")
+    raise ValueError(
+        f"{root} keeps no runs' records (runs/*/metrics.jsonl with done.json, or a merged "
+        "metrics.jsonl): run the comparison without --report-only"
+    )
+
+
 def collect(run_dirs: list[Path], out: Path) -> None:
     """Concatenate the runs' metrics.jsonl files into ``out`` (replaced whole)."""
     from botgrpo.folders import atomic_write_text

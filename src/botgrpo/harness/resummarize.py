@@ -29,7 +29,7 @@ from botgrpo.folders import (
     own_folder,
 )
 from botgrpo.harness.config import CompareConfig
-from botgrpo.harness.results import load_records
+from botgrpo.harness.results import comparison_records
 
 #: Options that may differ between merged comparisons (they do not change what a run measures,
 #: or, for the learning rate, the summary reports it per method).
@@ -105,16 +105,6 @@ def config_from_runs(cfg: CompareConfig, root: Path) -> CompareConfig:
         raise ValueError(
             f"the runs of {root} recorded settings botgrpo cannot read: {err}"
         ) from None
-
-
-def _run_records(root: Path) -> list[dict]:
-    """Every record of the comparison's finished runs (its runs/ folders, else metrics.jsonl)."""
-    done = sorted(p.parent for p in (root / "runs").glob("*/done.json"))
-    if done:
-        return [r for d in done for r in load_records(d / "metrics.jsonl")]
-    if (root / "metrics.jsonl").is_file():
-        return load_records(root / "metrics.jsonl")
-    raise ValueError(f"{root} holds no finished runs")
 
 
 def _parse_choice(text: str) -> tuple[str, float | None]:
@@ -272,7 +262,7 @@ def resummarize(
     _check_comparable(configs, roots)
     sweep = sweep_report(roots)
     swept = {m: float(lr) for m, lr in (sweep or {}).get("best", {}).items()}
-    records = select([r for root in roots for r in _run_records(root)], methods, swept)
+    records = select([r for root in roots for r in comparison_records(root)], methods, swept)
     # the same (method, seed, step) from two folders would be counted twice
     seen = {(r["kind"], r["method"], r["seed"], r["step"]) for r in records}
     if len(seen) < len(records):

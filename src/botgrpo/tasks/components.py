@@ -182,13 +182,9 @@ class ReactComponents:
                 f"sections must be an integer from 0 (one flat component) to {MAX_SECTIONS}, "
                 f"got {self.sections!r}"
             )
-        from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S  # the sandbox's own cap
+        from botgrpo.rewards.sandbox.config import check_timeout  # the sandbox's own cap
 
-        if not 0 < self.render_timeout_s <= MAX_TIMEOUT_S:
-            raise ValueError(
-                f"render_timeout_s must be > 0 and at most {MAX_TIMEOUT_S} (a day), "
-                f"got {self.render_timeout_s}"
-            )
+        check_timeout("render_timeout_s", self.render_timeout_s)
         if not math.isfinite(self.solved_weight):
             raise ValueError(f"solved_weight must be finite, got {self.solved_weight}")
         self.teacher.check_kind(self.name, self.SLIPS)

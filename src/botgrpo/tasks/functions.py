@@ -259,13 +259,9 @@ class PythonFunctions:
                 f"helpers must be 0 (one small function) or an integer from 2 to {MAX_HELPERS}, "
                 f"got {self.helpers!r}"
             )
-        from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S  # the sandbox's own cap
+        from botgrpo.rewards.sandbox.config import check_timeout  # the sandbox's own cap
 
-        if not 0 < self.test_timeout_s <= MAX_TIMEOUT_S:
-            raise ValueError(
-                f"test_timeout_s must be > 0 and at most {MAX_TIMEOUT_S} (a day), "
-                f"got {self.test_timeout_s}"
-            )
+        check_timeout("test_timeout_s", self.test_timeout_s)
         self.teacher.check_kind(self.name, self.SLIPS)
 
     def sample(self, rng: random.Random) -> Example:

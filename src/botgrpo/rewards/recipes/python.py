@@ -45,7 +45,7 @@ from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import check_config_types, config_from_mapping
 from botgrpo.rewards.judges.options import as_judge
 from botgrpo.rewards.noise import apply_line_moves, line_moves
-from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S
+from botgrpo.rewards.sandbox.config import check_timeout
 from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
 from botgrpo.rewards.types import TokenReward
 from botgrpo.rewards.verifiers.python_diagnostics import (
@@ -127,11 +127,7 @@ class PythonRewardConfig:
         )
         if self.lint_floor > 0:
             raise ValueError("PythonRewardConfig.lint_floor must be <= 0")
-        if not 0 < self.test_timeout_s <= MAX_TIMEOUT_S:
-            raise ValueError(
-                f"PythonRewardConfig.test_timeout_s must be > 0 and at most {MAX_TIMEOUT_S} "
-                f"(a day), got {self.test_timeout_s}"
-            )
+        check_timeout("PythonRewardConfig.test_timeout_s", self.test_timeout_s)
         if not self.test_memory_mb > 0:
             raise ValueError("PythonRewardConfig.test_memory_mb must be > 0")
         if self.test_workers is not None and self.test_workers < 1:

@@ -115,6 +115,17 @@ class SandboxConfig:
 MAX_TIMEOUT_S = 86_400
 
 
+def check_timeout(name: str, value: object) -> None:
+    """Refuse a wall-clock limit that is not a number of seconds in (0, MAX_TIMEOUT_S].
+
+    Every config that hands a limit to the sandbox or a render worker checks it here, when it
+    is built, so that ``inf``, ``nan`` or a month fail in one line instead of at scoring.
+    ``name`` is the field as the user spells it (``"ReactRewardConfig.render_timeout_s"``)."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    if not (number and 0 < value <= MAX_TIMEOUT_S):  # type: ignore[operator]
+        raise ValueError(f"{name} must be > 0 and at most {MAX_TIMEOUT_S} (a day), got {value!r}")
+
+
 def _finite_positive(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
 

@@ -53,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from botgrpo.rewards.recipes.react.worker import NodeWorker, WorkerError, WorkerPool
-from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S
+from botgrpo.rewards.sandbox.config import check_timeout
 
 __all__ = [
     "MAX_CODE_CHARS",
@@ -204,13 +204,6 @@ def _check_one(
     return _parse_check(reply)
 
 
-def _check_timeout(caller: str, timeout_s: float) -> None:
-    if not (isinstance(timeout_s, int | float) and 0 < timeout_s <= MAX_TIMEOUT_S):
-        raise ValueError(
-            f"{caller}: timeout_s must be > 0 and at most {MAX_TIMEOUT_S} (a day), got {timeout_s}"
-        )
-
-
 def check_components(
     codes: Sequence[str],
     *,
@@ -227,7 +220,7 @@ def check_components(
     :data:`MAX_CODE_CHARS` fail without being sent. ``pool`` defaults to :func:`default_pool`.
     """
     items = _validate(codes, "check_components")
-    _check_timeout("check_components", timeout_s)
+    check_timeout("check_components: timeout_s", timeout_s)
     workers = pool or default_pool()
     return workers.map(lambda w, i: _check_one(w, items[i], render, lint, timeout_s), len(items))
 
@@ -263,6 +256,6 @@ def screenshot_components(
     """A ``width`` x ``height`` PNG of each component in headless Chromium (the paper's
     1280x800 default), each on a fresh file:// page; the browser starts on first use."""
     items = _validate(codes, "screenshot_components")
-    _check_timeout("screenshot_components", timeout_s)
+    check_timeout("screenshot_components: timeout_s", timeout_s)
     workers = pool or default_pool()
     return workers.map(lambda w, i: _shoot_one(w, items[i], width, height, timeout_s), len(items))

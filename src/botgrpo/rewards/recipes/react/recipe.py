@@ -57,7 +57,7 @@ from botgrpo.rewards.recipes.react.checks import (
     screenshot_components,
 )
 from botgrpo.rewards.recipes.react.worker import WorkerPool
-from botgrpo.rewards.sandbox.config import MAX_TIMEOUT_S
+from botgrpo.rewards.sandbox.config import check_timeout
 from botgrpo.rewards.spans import TokenizedText, spread_span_scores, validate_spans
 from botgrpo.rewards.text import JS_BREAK, count_lines
 from botgrpo.rewards.types import TokenReward
@@ -144,11 +144,7 @@ class ReactRewardConfig:
                 )
         if self.lint_floor > 0:
             raise ValueError("ReactRewardConfig.lint_floor must be <= 0")
-        if not 0 < self.render_timeout_s <= MAX_TIMEOUT_S:
-            raise ValueError(
-                f"ReactRewardConfig.render_timeout_s must be > 0 and at most {MAX_TIMEOUT_S} "
-                f"(a day), got {self.render_timeout_s}"
-            )
+        check_timeout("ReactRewardConfig.render_timeout_s", self.render_timeout_s)
         if self.workers is not None and (not isinstance(self.workers, int) or self.workers < 1):
             raise ValueError(
                 f"ReactRewardConfig.workers must be an int >= 1 or None, got {self.workers!r}"

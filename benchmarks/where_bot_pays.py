@@ -734,22 +734,68 @@ def render_rule(rule: dict) -> list[str]:
     return lines
 
 
+def _exact(row: dict) -> bool:
+    """Exact step or line verdicts (the learned PRM is 99.7% right, not exact)."""
+    return row["predictors"]["verdict_accuracy"] == 1.0
+
+
+def _place_labels(ax, points: list[tuple[float, float, str]]) -> None:
+    """Label each point beside it: right of it, else left, nudged up or down past the labels
+    already placed that it would overprint (boxes in axes fractions, after the limits are set).
+    A label moved off its point's height gets a thin leader line."""
+    to_axes = ax.transAxes.inverted().transform
+    char_w, line_h = 0.0135, 0.032  # of a 6.5 pt label on these panels
+    placed: list[tuple[float, float, float, float]] = []
+
+    def free(x0: float, y0: float, w: float) -> bool:
+        return all(x0 + w < a or b < x0 or y0 + line_h < c or d < y0 for a, c, b, d in placed)
+
+    for x, y, text in sorted(points, key=lambda p: (-p[1], p[0])):
+        fx, fy = to_axes(ax.transData.transform((x, y)))
+        w = char_w * len(text)
+        spots = [
+            (fx + sx, fy - line_h / 2 + k * dy)
+            for k in range(12)
+            for dy in ((0.0,) if k == 0 else (line_h, -line_h))
+            for sx in (0.02, -0.02 - w)
+        ]
+        lx, ly = next(((a, b) for a, b in spots if free(a, b, w)), spots[0])
+        placed.append((lx, ly, lx + w, ly + line_h))
+        ax.annotate(
+            text,
+            (x, y),
+            xytext=(lx, ly),
+            textcoords="axes fraction",
+            fontsize=6.5,
+            arrowprops=(
+                {"arrowstyle": "-", "color": "0.6", "lw": 0.5}
+                if abs(ly + line_h / 2 - fy) > line_h
+                else None
+            ),
+        )
+
+
 def plot_map(data: dict, path: Path) -> None:
-    """BoT's speedup and AUC difference (with intervals) against each step-0 figure."""
+    """BoT's speedup and AUC difference (with intervals) against each step-0 figure: the first
+    four columns hold the settings with exact verdicts, the last the noisy and learned ones.
+    A hollow marker is a bound (a run never reached the level)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.lines import Line2D
 
     panels = (
         ("grpo_no_signal", "GRPO's groups with no signal at step 0"),
         ("local_share", "local signal's share of BoT's reward"),
         ("solved", "solved at step 0"),
         ("mean_tokens", "tokens per completion (log scale)"),
-        ("verdict_accuracy", "share of step verdicts right"),
+        ("verdict_accuracy", "share of step verdicts right (noisy and learned verdicts)"),
     )
-    fig, axes = plt.subplots(2, len(panels), figsize=(22, 8), sharey="row")
-    rows = data["settings"]
+    colors = {"chain": "C0", "code": "C3", "noisy": "C1"}
+    fig, axes = plt.subplots(2, len(panels), figsize=(22, 8.6), sharey="row")
+    rows = [r for r in data["settings"] if r["w_s"] == 0.5]
+    labels: dict = {}  # axes -> its points, labelled once every panel's limits are set
     for col, (key, label) in enumerate(panels):
         for row_i, (metric, ylabel, ref) in enumerate(
             (
@@ -758,33 +804,30 @@ def plot_map(data: dict, path: Path) -> None:
             )
         ):
             ax = axes[row_i, col]
+            points = []
             for r in rows:
-                exact = r["predictors"]["verdict_accuracy"] == 1.0 and not r["id"].startswith(
-                    "chain-prm"
-                )
-                if (key == "verdict_accuracy") == exact or r["w_s"] != 0.5:
-                    continue  # the verdict panel: noisy and learned verdicts; the rest: exact
+                if (key == "verdict_accuracy") == _exact(r):
+                    continue
                 x = r["predictors"][key]
                 x = x["value"] if isinstance(x, dict) else x
                 if x is None:
                     continue
                 m = r[metric]
                 y = m.get("ratio", m.get("mean"))
-                color = (
-                    ("C3" if r["task"] in ("react", "python") or "sections" in r["task"] else "C0")
-                    if exact
-                    else "C1"
-                )
+                code = r["task"].split(":")[0] in ("react", "python")
+                color = colors["noisy" if not _exact(r) else "code" if code else "chain"]
+                bound = bool(m.get("censoring"))
                 ax.errorbar(
                     x,
                     y,
                     yerr=[[y - m["low"]], [m["high"] - y]],
                     fmt="o",
                     color=color,
+                    mfc="white" if bound else color,
                     capsize=3,
                     alpha=0.85,
                 )
-                ax.annotate(r["id"], (x, y), fontsize=6, xytext=(3, 2), textcoords="offset points")
+                points.append((x, y, r["id"]))
             ax.axhline(ref, color="grey", ls=":")
             ax.set_xlabel(label)
             if key == "mean_tokens":
@@ -794,12 +837,37 @@ def plot_map(data: dict, path: Path) -> None:
                 ax.set_xticks(ticks, [str(t) for t in ticks])
             if col == 0:
                 ax.set_ylabel(ylabel)
-    fig.suptitle(
-        "Where BoT pays: every stored comparison at w_s 0.5 (blue: exact step verdicts, red: "
-        "code tasks' line verdicts; last column: noisy and learned verdicts on chain and the pages' random lines, accuracy "
-        "at step 0), 95% intervals over 5 seeds"
+            ax.margins(x=0.12)
+            labels[ax] = points
+    handles = [
+        Line2D(
+            [], [], marker="o", ls="", color=colors["chain"], label="chain, exact step verdicts"
+        ),
+        Line2D(
+            [], [], marker="o", ls="", color=colors["code"], label="code tasks, exact line verdicts"
+        ),
+        Line2D([], [], marker="o", ls="", color=colors["noisy"], label="noisy or learned verdicts"),
+        Line2D(
+            [],
+            [],
+            marker="o",
+            ls="",
+            color="grey",
+            mfc="white",
+            label="a bound: a run never reached the level",
+        ),
+    ]
+    for ax, points in labels.items():
+        ax.autoscale_view()
+        _place_labels(ax, points)
+    fig.legend(
+        handles=handles, loc="upper center", ncol=4, frameon=False, bbox_to_anchor=(0.5, 0.955)
     )
-    fig.tight_layout()
+    fig.suptitle(
+        "Where BoT pays: every stored BoT-vs-GRPO comparison at w_s 0.5 against figures measured "
+        "at step 0; bars are 95% intervals over 5 seeds"
+    )
+    fig.tight_layout(rect=(0, 0, 1, 0.93))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

@@ -279,6 +279,23 @@ SOLVE_MAP = {
             "bot (a smaller gain likely)",
             "between",
         ),
+        # a solve rate where BoT led, but GRPO has a signal in every group: BoT ranks no group
+        # GRPO cannot, so the advice says why it is not a confident call
+        (
+            SOLVE_MAP["rule"],
+            diagnosis(0.0, 0.04, solved=0.0, verdicts={"right_in_failed": 0.9}),
+            "bot (a smaller gain likely)",
+            "0% of rollouts solve their problem at step 0 (as where BoT led), but GRPO already "
+            "has a signal in 100% of its groups",
+        ),
+        # ... or BoT's local signal is quieter than wherever it paid
+        (
+            {**SOLVE_MAP["rule"], "pays_from_local_share": 0.03},
+            diagnosis(0.49, 0.01, solved=0.0, verdicts={"right_in_failed": 0.9}),
+            "bot (a smaller gain likely)",
+            "BoT's local signal is 1.0% of its reward, quieter than in every setting where it "
+            "paid (from 3.0%)",
+        ),
         (
             {**SOLVE_MAP["rule"], "separating": ["grpo_no_signal", "solved"]},
             diagnosis(0.9, 0.04, solved=0.02),

@@ -133,10 +133,47 @@ def _pays_or_ties(
             + ", ".join(rule.get("ties_basis", []))
             + "); BoT costs nothing extra, but expect no speedup"
         )
-    return "bot (a smaller gain likely)", (
-        f"{no_signal:.0%} of GRPO's groups carry no signal and {solved:.0%} of rollouts "
-        "solve their problem: between the settings where BoT tied and where it led; measured "
-        "settings nearby are listed below"
+    return "bot (a smaller gain likely)", _why_between(
+        rule, votes, said, no_signal=no_signal, solved=solved, share=share, bot_none=bot_none
+    )
+
+
+def _why_between(
+    rule: dict,
+    votes: dict[str, str],
+    said: dict[tuple[str, str], str],
+    *,
+    no_signal: float,
+    solved: float,
+    share: float,
+    bot_none: float,
+) -> str:
+    """Why a diagnosis sits between the settings where BoT paid and where it tied: the figures
+    that disagree, or what held back a figure that says BoT pays."""
+    pays = " and ".join(said[n, v] for n, v in votes.items() if v == "pays")
+    ties = " and ".join(said[n, v] for n, v in votes.items() if v == "ties")
+    if pays and ties:
+        clause = f"{pays} (as where BoT led), but {ties} (as where it tied)"
+    elif pays and bot_none >= no_signal:
+        clause = (
+            f"{pays} (as where BoT led), but GRPO already has a signal in {1 - no_signal:.0%} "
+            "of its groups, so BoT's local signal ranks no group that GRPO cannot: a lead "
+            "would come only from ranking rollouts within groups that already have one"
+        )
+    elif pays:
+        clause = (
+            f"{pays} (as where BoT led), but BoT's local signal is {share:.1%} of its reward, "
+            "quieter than in every setting where it paid (from "
+            f"{rule.get('pays_from_local_share', 0.05):.1%})"
+        )
+    else:
+        clause = (
+            f"{no_signal:.0%} of GRPO's groups carry no signal and {solved:.0%} of rollouts "
+            "solve their problem"
+        )
+    return (
+        clause + ": between the settings where BoT tied and where it led; measured settings "
+        "nearby are listed below"
     )
 
 

@@ -740,8 +740,9 @@ def _exact(row: dict) -> bool:
 
 
 def _place_labels(ax, points: list[tuple[float, float, str]]) -> None:
-    """Label each point beside it: right of it, else left, nudged up or down past the labels
-    already placed that it would overprint (boxes in axes fractions, after the limits are set).
+    """Label each point beside it: right of it, else left, inside the axes, nudged up or down
+    past the labels already placed that it would overprint (boxes in axes fractions, after the
+    limits are set).
     A label moved off its point's height gets a thin leader line."""
     to_axes = ax.transAxes.inverted().transform
     char_w, line_h = 0.0135, 0.032  # of a 6.5 pt label on these panels
@@ -759,7 +760,8 @@ def _place_labels(ax, points: list[tuple[float, float, str]]) -> None:
             for dy in ((0.0,) if k == 0 else (line_h, -line_h))
             for sx in (0.02, -0.02 - w)
         ]
-        lx, ly = next(((a, b) for a, b in spots if free(a, b, w)), spots[0])
+        inside = [(a, b) for a, b in spots if a >= 0 and a + w <= 1 and 0 <= b <= 1 - line_h]
+        lx, ly = next(((a, b) for a, b in inside if free(a, b, w)), (inside or spots)[0])
         placed.append((lx, ly, lx + w, ly + line_h))
         ax.annotate(
             text,

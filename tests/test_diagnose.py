@@ -286,7 +286,14 @@ SOLVE_MAP = {
             diagnosis(0.0, 0.04, solved=0.0, verdicts={"right_in_failed": 0.9}),
             "bot (a smaller gain likely)",
             "0% of rollouts solve their problem at step 0 (as where BoT led), but GRPO already "
-            "has a signal in 100% of its groups",
+            "has a signal in every group",
+        ),
+        # ... or BoT's signal leaves as many groups silent as GRPO's
+        (
+            SOLVE_MAP["rule"],
+            diagnosis(0.3, 0.04, solved=0.0, bot_none=0.3, verdicts={"right_in_failed": 0.9}),
+            "bot (a smaller gain likely)",
+            "BoT's local signal leaves 30% of its groups silent, no fewer than GRPO's 30%",
         ),
         # ... or BoT's local signal is quieter than wherever it paid
         (

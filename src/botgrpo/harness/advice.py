@@ -154,11 +154,16 @@ def _why_between(
     ties = " and ".join(said[n, v] for n, v in votes.items() if v == "ties")
     if pays and ties:
         clause = f"{pays} (as where BoT led), but {ties} (as where it tied)"
+    elif pays and no_signal == 0.0:
+        clause = (
+            f"{pays} (as where BoT led), but GRPO already has a signal in every group, so BoT's "
+            "local signal ranks no group that GRPO cannot (a lead would come only from ranking "
+            "rollouts within groups that already have a signal)"
+        )
     elif pays and bot_none >= no_signal:
         clause = (
-            f"{pays} (as where BoT led), but GRPO already has a signal in {1 - no_signal:.0%} "
-            "of its groups, so BoT's local signal ranks no group that GRPO cannot: a lead "
-            "would come only from ranking rollouts within groups that already have one"
+            f"{pays} (as where BoT led), but BoT's local signal leaves {bot_none:.0%} of its "
+            f"groups silent, no fewer than GRPO's {no_signal:.0%}"
         )
     elif pays:
         clause = (

@@ -82,7 +82,7 @@ def comparison_records(root: str | Path) -> list[dict]:
         return load_records(root / "metrics.jsonl")
     raise ValueError(
         f"{root} keeps no runs' records (runs/*/metrics.jsonl with done.json, or a merged "
-        "metrics.jsonl): run the comparison without --report-only"
+        "metrics.jsonl): no run of the comparison has finished there"
     )
 
 

@@ -8,6 +8,7 @@ options, and the process launcher reads it.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -118,12 +119,16 @@ MAX_TIMEOUT_S = 86_400
 def check_timeout(name: str, value: object) -> None:
     """Refuse a wall-clock limit that is not a number of seconds in (0, MAX_TIMEOUT_S].
 
-    Every config that hands a limit to the sandbox or a render worker checks it here, when it
-    is built, so that ``inf``, ``nan`` or a month fail in one line instead of at scoring.
+    The task and recipe configs and the React checks, which hand a limit to the sandbox or a
+    render worker, check it here when they are built, so that ``inf``, ``nan``, a month or a
+    string fail in one line instead of at scoring (:class:`SandboxConfig` checks its own).
     ``name`` is the field as the user spells it (``"ReactRewardConfig.render_timeout_s"``)."""
-    number = isinstance(value, int | float) and not isinstance(value, bool)
+    number = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if not (number and 0 < value <= MAX_TIMEOUT_S):  # type: ignore[operator]
-        raise ValueError(f"{name} must be > 0 and at most {MAX_TIMEOUT_S} (a day), got {value!r}")
+        raise ValueError(
+            f"{name} must be > 0 and at most {MAX_TIMEOUT_S} (a day), a number of seconds; "
+            f"got {value!r}"
+        )
 
 
 def _finite_positive(value: object) -> bool:

@@ -381,10 +381,12 @@ def test_comparison_records_read_the_finished_runs_before_the_merged_file(tmp_pa
         comparison_records(tmp_path)
     (tmp_path / "metrics.jsonl").write_text(record("grpo", 0))
     assert [r["method"] for r in comparison_records(tmp_path)] == ["grpo"]
-    for name, done in (("bot-s0", True), ("bot-s1", False)):
+    for name, done in (("bot-s1", False), ("bot-s0", True)):
         run = tmp_path / "runs" / name
         run.mkdir(parents=True)
         (run / "metrics.jsonl").write_text(record("bot", int(name[-1])))
         if done:
             (run / "done.json").write_text("{}")
+        else:  # only an unfinished run: the merged file still holds the comparison
+            assert [r["method"] for r in comparison_records(tmp_path)] == ["grpo"]
     assert [(r["method"], r["seed"]) for r in comparison_records(tmp_path)] == [("bot", 0)]

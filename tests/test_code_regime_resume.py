@@ -328,6 +328,26 @@ def test_a_report_without_any_runs_records_ends_in_one_line(tmp_path):
     assert len(lines) == 1 and "keeps no runs' records" in lines[0], lines
 
 
+def test_a_summary_over_part_of_the_runs_is_not_reported(tmp_path):
+    """`botgrpo summarize` on a stopped comparison writes a summary of the runs finished so
+    far; the report refuses it in one line, naming what is missing."""
+    import shutil
+
+    source = ROOT / "benchmarks" / "records" / "regime-middle"
+    root = tmp_path / "regime-middle"
+    for run in sorted((source / "runs").glob("*/done.json"))[:7]:  # 7 of the 10 runs
+        (root / "runs" / run.parent.name).mkdir(parents=True)
+        for name in ("metrics.jsonl", "done.json"):
+            shutil.copy(run.parent / name, root / "runs" / run.parent.name)
+    for name in ("config.json", "summary.json"):
+        shutil.copy(source / name, root)
+    done = run_script("--point", "middle", "--out", str(tmp_path), "--report-only")
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not every run has finished" in lines[0], lines
+    assert "bot 5 of 5" in lines[0] and "grpo 2 of 5" in lines[0], lines
+
+
 def test_arms_trained_for_different_budgets_are_not_compared(tmp_path):
     import json
 

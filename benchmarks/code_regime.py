@@ -257,26 +257,6 @@ def held_level(values) -> float:
     return max(min(a, b) for a, b in itertools.pairwise(values))
 
 
-def _check_all_runs_finished(root: Path, point: str) -> None:
-    """A summary written over part of a comparison's runs (``botgrpo summarize`` on a stopped
-    one) is not its report: every method x seed of its config must have finished."""
-    finished = {
-        (r["method"], r["seed"]) for r in code_tasks.records(root) if r.get("kind") == "eval"
-    }
-    if (root / "config.json").is_file():  # what the comparison set out to run
-        config = json.loads((root / "config.json").read_text())
-        methods, seeds = config["methods"], config["seeds"]
-    else:  # a copy that keeps its summary and records alone (checked where it says)
-        summary = json.loads((root / "summary.json").read_text())
-        methods, seeds = list(summary["methods"]), summary.get("n_seeds", 0)
-    short = {m: sum((m, s) in finished for s in range(seeds)) for m in methods}
-    if sum(short.values()) < len(methods) * seeds:
-        said = ", ".join(f"{m} {n} of {seeds}" for m, n in short.items())
-        raise ValueError(
-            f"{root}: not every run has finished ({said}): run --point {point} to finish them"
-        )
-
-
 def report(args, point: str) -> dict:
     """The point's report: every arm, the paired comparisons, per-step signal figures."""
     from botgrpo.harness import stats
@@ -300,7 +280,7 @@ def report(args, point: str) -> dict:
         if point == "hard" and arm not in arms and (extra / "summary.json").is_file():
             arms[arm] = extra
     for folder in dict.fromkeys(arms.values()):
-        _check_all_runs_finished(folder, point)
+        code_tasks.check_all_runs_finished(folder, f"run --point {point} to finish them")
     budget = code_tasks.comparison_budget(dict.fromkeys(arms.values()))  # not --steps: the runs'
     curves = {a: code_tasks._curves(r, a.split()[0], METRIC) for a, r in arms.items()}
     start = stats.start_value(curves)

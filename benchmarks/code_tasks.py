@@ -108,6 +108,22 @@ def records(root: Path) -> tuple[dict, ...]:
     return tuple(comparison_records(root))
 
 
+def check_all_runs_finished(root: Path, fix: str) -> None:
+    """A summary written over part of a comparison's runs (``botgrpo summarize`` on a stopped
+    one) is not its report: every method x seed of its config must have finished."""
+    finished = {(r["method"], r["seed"]) for r in records(root) if r.get("kind") == "eval"}
+    if (root / "config.json").is_file():  # what the comparison set out to run
+        config = json.loads((root / "config.json").read_text())
+        methods, seeds = config["methods"], config["seeds"]
+    else:  # a copy that keeps its summary and records alone (checked where it says)
+        summary = json.loads((root / "summary.json").read_text())
+        methods, seeds = list(summary["methods"]), summary.get("n_seeds", 0)
+    short = {m: sum((m, s) in finished for s in range(seeds)) for m in methods}
+    if sum(short.values()) < len(methods) * seeds:
+        said = ", ".join(f"{m} {n} of {seeds}" for m, n in short.items())
+        raise ValueError(f"{root}: not every run has finished ({said}): {fix}")
+
+
 def comparison_budget(roots, summary_name: str = "summary.json") -> int:
     """The steps every compared comparison trained for (a run that never reaches a level counts
     at it): each folder's own ``budget_steps``, which must agree."""
@@ -195,6 +211,8 @@ def report(args: argparse.Namespace) -> dict:
     summary = json.loads((main_root / "summary.json").read_text())
     arms = _arms(args)
     try:  # what the runs trained for, whatever --steps says now
+        for root in dict.fromkeys(arms.values()):
+            check_all_runs_finished(root, "run without --report-only to finish them")
         budget = comparison_budget(arms.values())
         curves = {label: _curves(root, label.split()[0], METRIC) for label, root in arms.items()}
     except ValueError as err:

@@ -841,24 +841,13 @@ def plot_map(data: dict, path: Path) -> None:
                 ax.set_ylabel(ylabel)
             ax.margins(x=0.12)
             labels[ax] = points
-    handles = [
-        Line2D(
-            [], [], marker="o", ls="", color=colors["chain"], label="chain, exact step verdicts"
-        ),
-        Line2D(
-            [], [], marker="o", ls="", color=colors["code"], label="code tasks, exact line verdicts"
-        ),
-        Line2D([], [], marker="o", ls="", color=colors["noisy"], label="noisy or learned verdicts"),
-        Line2D(
-            [],
-            [],
-            marker="o",
-            ls="",
-            color="grey",
-            mfc="white",
-            label="a bound: a run never reached the level",
-        ),
-    ]
+    legend = (
+        (colors["chain"], colors["chain"], "chain, exact step verdicts"),
+        (colors["code"], colors["code"], "code tasks, exact line verdicts"),
+        (colors["noisy"], colors["noisy"], "noisy or learned verdicts"),
+        ("grey", "white", "a bound: a run never reached the level"),
+    )
+    handles = [Line2D([], [], marker="o", ls="", color=c, mfc=f, label=t) for c, f, t in legend]
     for ax, points in labels.items():
         ax.autoscale_view()
         _place_labels(ax, points)

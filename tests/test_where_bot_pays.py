@@ -25,6 +25,12 @@ def load_script():
     return module
 
 
+def load_part(name: str):
+    """One module of the map's package (benchmarks/paymap), importable once the script is."""
+    load_script()
+    return importlib.import_module(f"paymap.{name}")
+
+
 def test_the_map_from_a_few_stored_records(tmp_path):
     script = load_script()
     records = tmp_path / "records"
@@ -42,7 +48,8 @@ def test_the_map_from_a_few_stored_records(tmp_path):
     out = tmp_path / "docs"
     out.mkdir()
     page = out / "where-bot-pays.md"
-    page.write_text(f"# prose before\n\n{script.BEGIN}\nold table\n{script.END}\n\nprose after\n")
+    render = load_part("render")
+    page.write_text(f"# prose before\n\n{render.BEGIN}\nold table\n{render.END}\n\nprose after\n")
     package_map = tmp_path / "map.json"
     script.main(
         [
@@ -85,8 +92,6 @@ def test_the_shipped_map_is_the_docs_map():
 
 
 def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
-    script = load_script()
-
     def row(sid, no_signal, solved, low, share=0.04, accuracy=1.0):
         return {
             "id": sid,
@@ -102,7 +107,7 @@ def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
             },
         }
 
-    rule = script.derive_rule(
+    rule = load_part("rule").derive_rule(
         [
             row("pages", 0.48, 0.0, 1.2),
             row("rare", 0.89, 0.02, 1.4),
@@ -120,7 +125,7 @@ def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
     assert rule["pays_from_local_share"] == 0.0105 and rule["local_share_basis"] == [
         "learned 1.30x"
     ]
-    table = "\n".join(script.render_rule(rule))
+    table = "\n".join(load_part("render").render_rule(rule))
     assert (
         "| `pays_from_local_share` | 0.0105 | the quietest local signal that still paid |" in table
     )
@@ -153,10 +158,9 @@ def test_bad_inputs_end_in_one_line_and_write_nothing(tmp_path, capsys, extra, s
     assert list(tmp_path.iterdir()) == []
 
 
-def test_the_code_regime_arms_join_the_map_with_their_verdicts(tmp_path, monkeypatch):
+def test_the_code_regime_arms_join_the_map_with_their_verdicts(tmp_path):
     """bot, its random-line control and its w_s = 0 ablation, each against grpo, become
     settings diagnosed with the verdicts and w_s they trained with; other pairs do not."""
-    script = load_script()
     speed = {"half-way": {"ratio": 1.2, "low": 1.1, "high": 1.3, "censoring": ""}}
     pairs = [
         {"arm": arm, "baseline": base, "speedup": speed, "auc_diff": [0.1, 0.05, 0.15]}
@@ -170,8 +174,7 @@ def test_the_code_regime_arms_join_the_map_with_their_verdicts(tmp_path, monkeyp
     ]
     report = {"id": "react-pages-hard", "label": "pages", "task": "react:x", "model": "warm:p"}
     (tmp_path / "regime-hard-report.json").write_text(json.dumps({**report, "pairs": pairs}))
-    monkeypatch.setattr(script, "RECORDS", tmp_path)
-    got = {s.id: s for s in script.code_regime_settings()}
+    got = {s.id: s for s in load_part("settings").code_regime_settings(tmp_path)}
     assert set(got) == {"react-pages-hard", "react-pages-hard-random", "react-pages-hard-ws0"}
     control = got["react-pages-hard-random"]
     assert (control.verdict_noise, control.exact_verdicts, control.w_s) == ("1:random", False, 0.5)
@@ -183,7 +186,7 @@ def test_the_flags_precision_is_read_only_where_it_separates_kept_from_lost():
     """min_flags_right: the least precise flags among the noisy-verdict settings (w_s 0.5) that
     kept their lead over the run, read only where every setting that lost it flagged less
     precisely; exact verdicts, other weights and learned verifiers are not its basis."""
-    script = load_script()
+    rule, render = load_part("rule"), load_part("render")
 
     def row(sid, flags, auc_low, noise="0.2:flip", w_s=0.5):
         return {
@@ -204,19 +207,19 @@ def test_the_flags_precision_is_read_only_where_it_separates_kept_from_lost():
         row("at w_s 1", 0.2, 0.01, w_s=1.0),  # another weight: not counted
         row("exact", 1.0, -0.01, noise=""),  # no noise put in: not counted
     ]
-    got = script._flags_right(rows)
+    got = rule._flags_right(rows)
     assert got["min_flags_right"] == 0.43
     assert got["flags_right_basis"][0] == "flip0.1 0.63, AUC +0.035"
     assert len(got["flags_right_basis"]) == 5
-    table = "\n".join(script.render_rule(got))
+    table = "\n".join(render.render_rule(got))
     assert "| `min_flags_right` | 0.43 | of the steps judged wrong" in table
     # a setting that lost its lead with more precise flags than one that kept it: not read
-    overlap = script._flags_right([*rows, row("noisy loss", 0.5, -0.02)])
+    overlap = rule._flags_right([*rows, row("noisy loss", 0.5, -0.02)])
     assert "min_flags_right" not in overlap and len(overlap["flags_right_overlap"]) == 6
     assert "Not read, its ranges overlap: the flags' precision" in "\n".join(
-        script.render_rule(overlap)
+        render.render_rule(overlap)
     )
-    assert script._flags_right(rows[:3]) == {}  # nothing lost: nothing to read
+    assert rule._flags_right(rows[:3]) == {}  # nothing lost: nothing to read
 
 
 def test_a_records_path_that_is_a_file_or_a_broken_record_is_named(tmp_path, capsys):
@@ -237,7 +240,7 @@ def test_a_records_path_that_is_a_file_or_a_broken_record_is_named(tmp_path, cap
     assert "is a file: give a folder" in capsys.readouterr().err.strip().splitlines()[-1]
     records.unlink()
     records.mkdir()
-    first = script.stored_settings()[0].id
+    first = load_part("settings").stored_settings()[0].id
     for broken in ("{", "{}", '{"figures": {}, "verdicts": {}}'):
         (records / f"{first}.json").write_text(broken)
         with pytest.raises(SystemExit) as exit_info:

@@ -1,0 +1,119 @@
+"""Each setting's step-0 figures, measured with ``botgrpo diagnose``'s own function
+(:mod:`botgrpo.harness.diagnose`) on its starting model and task and kept one JSON per setting,
+and the first training step's figures of its kept runs, which check them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from paymap.settings import RECORDS, Setting
+
+#: What the map reads of a stored diagnosis (:func:`predictors`, :func:`advice_check`).
+RECORD_KEYS = (
+    ("figures", "grpo_no_signal"),
+    ("figures", "bot_no_signal"),
+    ("figures", "local_share"),
+    ("figures", "solved"),
+    ("lengths", "mean_tokens"),
+    ("verdicts",),
+)
+
+
+class RecordError(ValueError):
+    """A stored diagnosis that cannot be used."""
+
+
+def load_record(path: Path) -> dict:
+    """A stored diagnosis; one that cannot be read names its file and the fix."""
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise RecordError(f"{path} cannot be read ({err}): delete it to diagnose again") from None
+    missing = [
+        ".".join(key)
+        for key in RECORD_KEYS
+        if not isinstance(record, dict)
+        or not isinstance(record.get(key[0]), dict)
+        or (len(key) > 1 and key[1] not in record[key[0]])
+    ]
+    if missing:
+        raise RecordError(
+            f"{path} is not a diagnosis (no {', '.join(missing)}): delete it to diagnose again"
+        )
+    return record
+
+
+def measure(setting: Setting, records: Path, prompts: int) -> dict:
+    """The setting's step-0 figures (cached in ``records``)."""
+    path = records / f"{setting.id}.json"
+    if path.is_file():
+        return load_record(path)
+    from botgrpo.harness.diagnose import DiagnoseConfig, diagnose
+
+    cfg = DiagnoseConfig(
+        task=setting.task,
+        model=setting.model,
+        prompts=prompts,
+        w_s=setting.w_s,
+        verdict_noise=setting.verdict_noise,
+        step_verifier=setting.step_verifier,
+        progress=False,
+    )
+    print(f"where_bot_pays: diagnosing {setting.id}", flush=True)
+    result = diagnose(cfg)
+    result.pop("examples", None)
+    records.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2, default=str))
+    return result
+
+
+def predictors(setting: Setting, diagnosis: dict) -> dict:
+    f, v = diagnosis["figures"], diagnosis["verdicts"]
+    accuracy = 1.0 if setting.exact_verdicts else v.get("verdict_accuracy")
+    return {
+        "grpo_no_signal": f["grpo_no_signal"],
+        "bot_no_signal": f["bot_no_signal"],
+        "local_share": f["local_share"],
+        "solved": f["solved"],
+        "mean_tokens": diagnosis["lengths"]["mean_tokens"],
+        "verdict_accuracy": accuracy,
+        "false_alarm": 0.0 if setting.exact_verdicts else v.get("false_alarm"),
+        "miss": 0.0 if setting.exact_verdicts else v.get("miss"),
+        "flags_right": 1.0 if setting.exact_verdicts else v.get("flags_right"),
+    }
+
+
+#: Settings whose comparison kept its runs' records, and the folder: the first training step's
+#: figures there check what diagnose measured before any training.
+RECORDED = {
+    "chain-prm-clean": "prm-chain-clean",
+    "react": "react-5seed",
+    "react-ws0": "react-5seed-ws0",
+}
+
+
+def recorded_first_step(setting_id: str, records: Path = RECORDS) -> dict | None:
+    """GRPO's groups without signal and BoT's local share at the first training step of the
+    setting's stored runs (the test seeds), where its records are kept."""
+    # else a code regime comparison: react-pages-hard in regime-hard, its control
+    # react-pages-hard-random in regime-hard-random
+    folder = records / RECORDED.get(setting_id, f"regime-{setting_id.removeprefix('react-pages-')}")
+    runs = sorted((folder / "runs").glob("*/metrics.jsonl")) if folder.is_dir() else []
+    zero, share = [], []
+    for path in runs:
+        for line in path.read_text().splitlines():
+            r = json.loads(line)
+            if r.get("kind") != "train" or r.get("step") != 1:
+                continue
+            if r["method"] == "grpo":
+                zero.append(r["bot/frac_zero_signal_groups"])
+            if r["method"] == "bot" and "bot/local_share" in r:
+                share.append(r["bot/local_share"])
+    if not zero and not share:
+        return None
+    return {
+        "grpo_no_signal": sum(zero) / len(zero) if zero else None,
+        "local_share": sum(share) / len(share) if share else None,
+        "runs": len(zero) + len(share),
+    }

@@ -1,22 +1,26 @@
-"""The paper's code regime in miniature: React pages of 25-40 lines (``react:sections=3``) where
-one slip among dozens of lines decides whether the page compiles, at three starting compile
-rates, from converged warm starts of the flawed teacher.
+"""The paper's code regime in miniature: long completions where one slip among dozens of lines
+decides whether the program compiles, at three starting compile rates, from converged warm
+starts of the flawed teacher: React pages of 25-40 lines (``--task react``,
+``react:sections=3``) and python functions of three helpers, 24-26 lines (``--task python``,
+``python:helpers=3``).
 
 The points differ only in the teacher's slip rate, chosen by the warm start's sampled compile
 rate alone, before any RL run (about 5%, 12% and 30%; docs/results/code-regime.md says how).
-Each point is one `botgrpo compare` from its own warm start (shipped as
+Each point is one `botgrpo compare` from its own warm start (the React ones shipped as
 ``warm:react-pages-<point>``; ``--point P --warm-start-only`` rebuilds one, ``--candidates``
-builds others to choose among, ``--device cuda`` on a GPU):
+builds the warm starts the points are chosen among, ``--device cuda`` on a GPU; the python
+points are chosen once their candidates are built):
 
-1. the hardest point: grpo and bot each at the rate a validation sweep chose (``--rates``,
-   ``--sweep-seeds`` seeds of the validation stream, never the reported problems), then
-   ``--seeds`` test seeds;
-2. otb at the hardest point (``--otb``): a comparison of its own (``regime-hard-otb``) with its
-   own rate grid (``--otb-rates``; on chain otb chose a lower rate than BoT), the same seeds
-   and problems, so it pairs with the grpo and bot runs by seed;
-3. the other points: grpo and bot at the rates the hardest point's sweep chose;
-4. the recipe ablation at the hardest point (``--ablation``): bot at w_s = 0;
-5. the random-verdict control at the hardest point (``--control``): bot with every line
+1. the hardest React point: grpo and bot each at the rate a validation sweep chose
+   (``--rates``, ``--sweep-seeds`` seeds of the validation stream, never the reported
+   problems), then ``--seeds`` test seeds;
+2. otb at the hardest React point (``--otb``): a comparison of its own (``regime-hard-otb``)
+   with its own rate grid (``--otb-rates``; on chain otb chose a lower rate than BoT), the same
+   seeds and problems, so it pairs with the grpo and bot runs by seed;
+3. the other points, the python ones included: grpo and bot at the rates the hardest React
+   point's sweep chose;
+4. the recipe ablation at the hardest React point (``--ablation``): bot at w_s = 0;
+5. the random-verdict control at the hardest React point (``--control``): bot with every line
    penalty moved to a line drawn at random (``--verdict-noise 1:random``): the same amount of
    line signal, on lines that say nothing about where the flaw is.
 
@@ -24,17 +28,17 @@ Then BoT is held against GRPO (and OTB, the ablation and the control), paired by
 to the half-way level and to the paper's 80% compile rate (or the highest level every run
 holds), AUC, final compile / clean / solved rates, seconds per step and to the level, GRPO's
 groups with signal and BoT's local share per step. Writes ``regime-<point>-report.{md,json,png}``
-under ``--out``.
+(``regime-python-<point>-report`` for python) under ``--out``.
 
-    python benchmarks/code_regime.py --point hard [--methods grpo bot] [--report-only]
+    python benchmarks/code_regime.py --point hard [--task react] [--methods grpo bot] [--report-only]
 
 Finished runs are reused, so the command resumes on any clone (benchmarks/records); a run
 stopped part-way goes on from its last evaluation (each run checkpoints there: commit its
-folder, ``trainer/`` included, to resume it elsewhere). A point's
-warm start trains for hours: while this command builds one, its latest resume point (every 100
-steps) is mirrored into ``OUT/regime-warm/<point>/state.pt`` (committed), and a later command on
-any clone goes on from there; ``--keep-resume`` mirrors it once (after a warm start run by
-``botgrpo warm-start`` was stopped). A benchmark: it asserts nothing.
+folder, ``trainer/`` included, to resume it elsewhere). A warm start trains for hours on a CPU:
+while this command builds one, its latest resume point (every 100 steps) is mirrored into
+``OUT/regime-warm/<task spec>/state.pt`` (committed), and a later command on any clone goes on
+from there; ``--keep-resume`` mirrors it once (after a warm start run by ``botgrpo warm-start``
+was stopped). A benchmark: it asserts nothing.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ import os
 import pickle
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -54,23 +59,73 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import code_tasks
 
-#: The points: the long setting, the teacher's slip rate, what the warm start compiled.
-SHAPE = "react:sections=3,max_parts=3"
-POINTS = {
-    "hard": f"{SHAPE},slip_rate=0.3",
-    "middle": f"{SHAPE},slip_rate=0.2",
-    "easy": f"{SHAPE},slip_rate=0.1",
+
+@dataclass(frozen=True)
+class Family:
+    """A task's long setting and its points."""
+
+    #: The long setting's task spec, without the teacher's slip rate.
+    shape: str
+    #: point -> the teacher's slip rate, chosen by the warm start's sampled compile rate alone,
+    #: before any RL run (docs/results/code-regime.md); empty until its candidates are built.
+    points: dict[str, float]
+    #: The settings' id prefix, also the shipped warm starts' (``warm:react-pages-hard``).
+    name: str
+    #: What a setting is, in the report and the map.
+    label: str
+    #: The teacher's slip rates whose warm starts the points are chosen among.
+    candidates: tuple[float, ...] = (0.3, 0.2, 0.1)
+
+
+FAMILIES = {
+    "react": Family(
+        "react:sections=3,max_parts=3",
+        {"hard": 0.3, "middle": 0.2, "easy": 0.1},
+        "react-pages",
+        "react pages of 3 sections",
+        candidates=(0.3, 0.2, 0.15, 0.1),
+    ),
+    "python": Family("python:helpers=3", {}, "python-helpers", "python functions of 3 helpers"),
 }
+POINT_NAMES = ("hard", "middle", "easy")
 METRIC = "sampled_compiled"
+
+
+def family(args) -> Family:
+    return FAMILIES[args.task]
+
+
+def point_task(args, point: str) -> str:
+    """The point's task spec: the family's shape at the point's slip rate."""
+    fam = family(args)
+    if point not in fam.points:
+        rates = " ".join(f"{r:g}" for r in fam.candidates)
+        raise ValueError(
+            f"the {args.task} points are not chosen yet: build the candidates' warm starts "
+            f"(--task {args.task} --point {point} --warm-start-only --candidates {rates}), then "
+            "choose each point by its sampled compile rate (docs/results/code-regime.md)"
+        )
+    return f"{fam.shape},slip_rate={fam.points[point]:g}"
+
+
+def comparison_name(args, point: str) -> str:
+    """The point's folder under --out: regime-hard for React (as first recorded),
+    regime-python-hard for the others."""
+    return f"regime-{point}" if args.task == "react" else f"regime-{args.task}-{point}"
+
+
+def is_hardest_react(args, point: str) -> bool:
+    """The point whose sweep chooses every point's rates, and where the extra arms run."""
+    return args.task == "react" and point == "hard"
 
 
 def point_config(args, point: str, methods, name: str = "", task: str = "", **kw):
     from botgrpo.harness.config import CompareConfig
 
     return CompareConfig(
-        name=name or f"regime-{point}",
+        name=name or comparison_name(args, point),
         out_dir=args.out,
-        task=task or POINTS[point],
+        task=task or point_task(args, point),
         methods=tuple(methods),
         seeds=args.seeds,
         steps=args.steps,
@@ -96,8 +151,9 @@ def chosen_rates(args) -> dict[str, float]:
 
 
 def config_for(args, point: str):
-    """The point's comparison: a sweep at the hardest point, its rates elsewhere."""
-    if point == "hard":
+    """The point's comparison: a sweep at the hardest React point, its rates elsewhere (the
+    python points' too)."""
+    if is_hardest_react(args, point):
         return point_config(
             args, point, args.methods, lr_sweep=tuple(args.rates), sweep_seeds=args.sweep_seeds
         )
@@ -105,8 +161,8 @@ def config_for(args, point: str):
     missing = [m for m in args.methods if m not in rates]
     if missing:
         raise ValueError(
-            f"the hardest point's sweep has not chosen a rate for {', '.join(missing)}: run "
-            "--point hard with those methods first"
+            f"the hardest React point's sweep has not chosen a rate for {', '.join(missing)}: "
+            "run --task react --point hard with those methods first"
         )
     return point_config(
         args, point, args.methods, method_lrs=tuple(f"{m}={rates[m]:g}" for m in args.methods)
@@ -152,24 +208,34 @@ def control_config(args):
     return _bot_at_its_rate(args, "regime-hard-random", "the control", verdict_noise="1:random")
 
 
-def _warm_entry(args, point: str) -> Path:
-    """The cache entry of the point's warm start (the one ``botgrpo warm-start`` builds with the
+def warm_tasks(args) -> list[str]:
+    """The tasks whose warm starts this command builds: the candidates' with --candidates, else
+    the point's."""
+    if args.candidates:
+        return [f"{family(args).shape},slip_rate={r:g}" for r in args.candidates]
+    return [point_task(args, args.point)]
+
+
+def _warm_entry(args, task: str) -> Path:
+    """The cache entry of the task's warm start (the one ``botgrpo warm-start`` builds with the
     same held-out problems)."""
     from botgrpo.harness.compare import planned_checkpoint
     from botgrpo.harness.config import resolve_task_defaults
     from botgrpo.tasks import load_task
 
-    cfg = point_config(args, point, ("grpo",))
+    cfg = point_config(args, args.point, ("grpo",), task=task)
     task = load_task(cfg.task)
     resolve_task_defaults(cfg, task)  # not check_inputs: the comparison may be running
     return planned_checkpoint(cfg, task)
 
 
-def _resume_points(args, point: str) -> tuple[Path, Path]:
-    """(the cache's resume point, its committed mirror) of the point's warm start."""
-    entry = _warm_entry(args, point)
+def _resume_points(args, task: str) -> tuple[Path, Path]:
+    """(the cache's resume point, its committed mirror) of the task's warm start: the mirror is
+    ``OUT/regime-warm/<the task spec>/state.pt``."""
+    entry = _warm_entry(args, task)
     cached = entry.with_name(f".{entry.name}.resume") / "state.pt"
-    return cached, Path(args.out) / "regime-warm" / point / "state.pt"
+    folder = task.replace(":", "_").replace(",", "_").replace("=", "-")
+    return cached, Path(args.out) / "regime-warm" / folder / "state.pt"
 
 
 def _step_of(path: Path) -> int:
@@ -195,43 +261,45 @@ def _copy_if_further(src: Path, dst: Path) -> bool:
     return True
 
 
-def restore_resume(args, point: str) -> None:
+def restore_resume(args, task: str) -> None:
     """A committed resume point further along than the cache's goes into the cache."""
-    cached, kept = _resume_points(args, point)
-    if _warm_entry(args, point).is_dir():
+    cached, kept = _resume_points(args, task)
+    if _warm_entry(args, task).is_dir():
         return  # finished: nothing to resume
     if _copy_if_further(kept, cached):
-        print(f"code regime: the warm start of {point} resumes from step {_step_of(cached)}")
+        print(f"code regime: the warm start of {task} resumes from step {_step_of(cached)}")
 
 
-def keep_resume(args, point: str, quiet: bool = False) -> None:
+def keep_resume(args, task: str, quiet: bool = False) -> None:
     """The cache's resume point, when further along, into the committed mirror; said in one
     line either way unless ``quiet`` (the mirroring thread)."""
-    cached, kept = _resume_points(args, point)
+    cached, kept = _resume_points(args, task)
     if _copy_if_further(cached, kept):
         print(f"code regime: kept the warm start's resume point, step {_step_of(kept)}, in {kept}")
     elif quiet:
         return
-    elif _warm_entry(args, point).is_dir():
-        print(f"code regime: the {point} warm start has finished: no resume point to keep")
+    elif _warm_entry(args, task).is_dir():
+        print(f"code regime: the warm start of {task} has finished: no resume point to keep")
     elif not cached.is_file():
         raise ValueError(
-            f"no resume point of the {point} warm start in the cache ({cached}): nothing to "
+            f"no resume point of the warm start of {task} in the cache ({cached}): nothing to "
             "keep; --keep-resume mirrors one after a `botgrpo warm-start` run was stopped"
         )
     else:
         print(f"code regime: {kept} is already at step {_step_of(kept)}: nothing to keep")
 
 
-def mirror_resume(args, point: str, every_s: float = 120.0) -> None:
-    """Keep the committed mirror up to date while this process builds the warm start."""
+def mirror_resume(args, tasks: list[str], every_s: float = 120.0) -> None:
+    """Keep the committed mirrors up to date while this process builds the tasks' warm
+    starts."""
     import threading
 
     def loop() -> None:
         while True:
             time.sleep(every_s)
             with contextlib.suppress(OSError, ValueError):  # the next round tries again
-                keep_resume(args, point, quiet=True)
+                for task in tasks:
+                    keep_resume(args, task, quiet=True)
 
     threading.Thread(target=loop, daemon=True).start()
 
@@ -261,12 +329,12 @@ def report(args, point: str) -> dict:
     """The point's report: every arm, the paired comparisons, per-step signal figures."""
     from botgrpo.harness import stats
 
-    root = Path(args.out) / f"regime-{point}"
+    root = Path(args.out) / comparison_name(args, point)
     summary_path = root / "summary.json"
     if not summary_path.is_file():
         started = any((root / "runs").glob("*/done.json"))
         raise ValueError(
-            f"no finished comparison in {root}: run --point {point} first"
+            f"no finished comparison in {root}: run --task {args.task} --point {point} first"
             + (
                 f" (`botgrpo summarize {root} --out DIR` shows the runs finished so far)"
                 if started
@@ -277,10 +345,12 @@ def report(args, point: str) -> dict:
     arms = {m: root for m in summary["methods"]}
     for arm, folder in EXTRA_ARMS.items():
         extra = Path(args.out) / folder
-        if point == "hard" and arm not in arms and (extra / "summary.json").is_file():
+        if is_hardest_react(args, point) and arm not in arms and (extra / "summary.json").is_file():
             arms[arm] = extra
     for folder in dict.fromkeys(arms.values()):
-        code_tasks.check_all_runs_finished(folder, f"run --point {point} to finish them")
+        code_tasks.check_all_runs_finished(
+            folder, f"run --task {args.task} --point {point} to finish them"
+        )
     budget = code_tasks.comparison_budget(dict.fromkeys(arms.values()))  # not --steps: the runs'
     curves = {a: code_tasks._curves(r, a.split()[0], METRIC) for a, r in arms.items()}
     start = stats.start_value(curves)
@@ -325,11 +395,12 @@ def report(args, point: str) -> dict:
                 np.mean(_train_records(r, method, "completions/mean_length") or [np.nan])
             ),
         }
+    fam = family(args)
     result = {
-        "id": f"react-pages-{point}",
-        "label": f"react pages of 3 sections, {POINTS[point].rsplit('=', 1)[1]} slips",
-        "task": POINTS[point],
-        "model": f"warm:react-pages-{point}",
+        "id": f"{fam.name}-{point}",
+        "label": f"{fam.label}, {fam.points[point]:g} slips",
+        "task": point_task(args, point),
+        "model": f"warm:{fam.name}-{point}",
         "start": start,
         "levels": levels,
         "budget": budget,
@@ -337,11 +408,11 @@ def report(args, point: str) -> dict:
         "pairs": [code_tasks._compare_pair(curves, a, b, levels, start, budget) for a, b in pairs],
         "costs": costs,
     }
-    stem = Path(args.out) / f"regime-{point}-report"
+    stem = Path(args.out) / f"{comparison_name(args, point)}-report"
     stem.with_suffix(".json").write_text(json.dumps(result, indent=2))
     stem.with_suffix(".md").write_text(code_tasks.render(result) + render_costs(costs))
     code_tasks.plot(curves, arms, result, stem.with_suffix(".png"))
-    if point == "hard":
+    if is_hardest_react(args, point):
         plot_sweeps(args, Path(args.out) / "regime-hard-sweeps.png")
     print(code_tasks.render(result) + render_costs(costs))
     return result
@@ -400,7 +471,8 @@ def plot_sweeps(args, path: Path) -> bool:
     rate_ax.set_ylim(-0.02, 1.0)
     len_ax.set_ylim(bottom=0)
     rate_ax.legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"{POINTS['hard']}: validation sweeps (mean over the sweep's seeds)")
+    hard = point_task(args, "hard")
+    fig.suptitle(f"{hard}: validation sweeps (mean over the sweep's seeds)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -432,9 +504,7 @@ def warm_start_only(args, point: str) -> None:
     sampled compile rate: ``botgrpo warm-start --task ...`` then reports it from the cache)."""
     from botgrpo.harness.compare import check_inputs, starting_checkpoint
 
-    tasks = [f"{SHAPE},slip_rate={r:g}" for r in args.candidates] or [POINTS[point]]
-
-    for task in tasks:
+    for task in warm_tasks(args):
         cfg = point_config(args, point, ("grpo",), task=task)
         path = starting_checkpoint(cfg, check_inputs(cfg), device=args.device)
         print(f"code regime: warm start of {task}: {path}", flush=True)
@@ -447,8 +517,11 @@ def _check_modes(args) -> None:
     if len(modes) > 1:
         named = " and ".join("--" + m.replace("_", "-") for m in modes)
         raise ValueError(f"{named} each pick what the command does: give one of them")
-    if args.candidates and not args.warm_start_only:
-        raise ValueError("--candidates builds warm starts: add --warm-start-only")
+    if args.candidates and not (args.warm_start_only or args.keep_resume):
+        raise ValueError(
+            "--candidates names warm starts to build or keep: add --warm-start-only or "
+            "--keep-resume"
+        )
     arms = [f"--{a}" for a in ("otb", "ablation", "control") if getattr(args, a)]
     if arms and (args.warm_start_only or args.keep_resume):
         mode = "--warm-start-only" if args.warm_start_only else "--keep-resume"
@@ -472,8 +545,15 @@ def main() -> None:
     parser.add_argument(
         "--point",
         required=True,
-        choices=list(POINTS),
+        choices=POINT_NAMES,
         help="the starting compile rate: hard (about 5%%), middle (12%%), easy (30%%)",
+    )
+    parser.add_argument(
+        "--task",
+        choices=list(FAMILIES),
+        default="react",
+        help="the long setting: react pages (react:sections=3) or python functions of helpers "
+        "(python:helpers=3)",
     )
     parser.add_argument(
         "--out",
@@ -552,19 +632,24 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         _check_modes(args)
-        if args.point != "hard" and (args.otb or args.ablation or args.control):
+        if not is_hardest_react(args, args.point) and (args.otb or args.ablation or args.control):
             raise ValueError(
-                "--otb, --ablation and --control run at the hardest point: --point hard"
+                "--otb, --ablation and --control run at the hardest React point: --task react "
+                "--point hard"
             )
         from botgrpo.harness.cli import check_device
 
         check_device(args.device)
         if args.keep_resume:
-            keep_resume(args, args.point)
+            for task in warm_tasks(args):
+                keep_resume(args, task)
             return
-        if not args.report_only and not _warm_entry(args, args.point).is_dir():
-            restore_resume(args, args.point)
-            mirror_resume(args, args.point)
+        if not args.report_only:
+            building = [task for task in warm_tasks(args) if not _warm_entry(args, task).is_dir()]
+            for task in building:
+                restore_resume(args, task)
+            if building:
+                mirror_resume(args, building)
         if args.warm_start_only:
             warm_start_only(args, args.point)
             return

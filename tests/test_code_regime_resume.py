@@ -42,6 +42,22 @@ def run_script(*args: str) -> subprocess.CompletedProcess:
     )
 
 
+def regime_args(tmp_path: Path, **kw) -> argparse.Namespace:
+    """The options the script's functions read, at their defaults (React, the hardest point)."""
+    defaults = dict(
+        out=str(tmp_path),
+        task="react",
+        point="hard",
+        candidates=[],
+        seeds=5,
+        steps=50,
+        eval_every=5,
+        problems=200,
+        workers=2,
+    )
+    return argparse.Namespace(**{**defaults, **kw})
+
+
 def _state(path: Path, step: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     torch.save({"step": step, "model": {}}, path)
@@ -49,28 +65,43 @@ def _state(path: Path, step: int) -> None:
 
 def test_resume_points_travel_only_forward(tmp_path):
     script = load_script()
-    args = argparse.Namespace(
-        out=str(tmp_path), seeds=5, steps=50, eval_every=5, problems=200, workers=2
-    )
-    cached, kept = script._resume_points(args, "hard")
+    args = regime_args(tmp_path)
+    task = script.point_task(args, "hard")
+    cached, kept = script._resume_points(args, task)
     assert cached.parent.parent == tmp_path / ".cache"
-    assert kept == tmp_path / "regime-warm" / "hard" / "state.pt"
+    folder = "react_sections-3_max_parts-3_slip_rate-0.3"
+    assert kept == tmp_path / "regime-warm" / folder / "state.pt"
     assert cached.parent.name.startswith(".warm-") and cached.parent.name.endswith(".resume")
 
     with pytest.raises(ValueError, match="nothing to keep"):  # nothing in the cache yet
-        script.keep_resume(args, "hard")
+        script.keep_resume(args, task)
     assert not kept.exists()
     _state(cached, 300)
-    script.keep_resume(args, "hard")
+    script.keep_resume(args, task)
     assert script._step_of(kept) == 300
     _state(kept, 700)  # a later clone got further and committed it
-    script.keep_resume(args, "hard")  # the cache's 300 never replaces the records' 700
+    script.keep_resume(args, task)  # the cache's 300 never replaces the records' 700
     assert script._step_of(kept) == 700
-    script.restore_resume(args, "hard")
+    script.restore_resume(args, task)
     assert script._step_of(cached) == 700
     _state(cached, 800)
-    script.restore_resume(args, "hard")  # the cache's own later point stays
+    script.restore_resume(args, task)  # the cache's own later point stays
     assert script._step_of(cached) == 800
+
+
+def test_each_candidate_warm_start_has_its_own_resume_point(tmp_path):
+    """The candidates a family's points are chosen among, python's included, each keep their
+    own resume point and mirror, and the options are part of each cache key."""
+    script = load_script()
+    args = regime_args(tmp_path, task="python", candidates=[0.3, 0.1])
+    tasks = script.warm_tasks(args)
+    assert tasks == ["python:helpers=3,slip_rate=0.3", "python:helpers=3,slip_rate=0.1"]
+    (c1, k1), (c2, k2) = (script._resume_points(args, t) for t in tasks)
+    assert c1 != c2 and k1 != k2
+    assert k1.parent.name == "python_helpers-3_slip_rate-0.3"
+    _state(c2, 100)
+    script.keep_resume(args, tasks[1])
+    assert script._step_of(k2) == 100 and not k1.exists()
 
 
 def test_an_unreadable_resume_point_counts_as_none(tmp_path):
@@ -88,13 +119,12 @@ def test_the_mirror_works_while_the_comparison_holds_its_folder(tmp_path):
     from botgrpo.folders import own_folder
 
     script = load_script()
-    args = argparse.Namespace(
-        out=str(tmp_path), seeds=5, steps=50, eval_every=5, problems=200, workers=2
-    )
-    cached, kept = script._resume_points(args, "hard")
+    args = regime_args(tmp_path)
+    task = script.point_task(args, "hard")
+    cached, kept = script._resume_points(args, task)
     _state(cached, 200)
     with own_folder(tmp_path / "regime-hard", "comparison", "code_regime.py --point hard"):
-        script.keep_resume(args, "hard")
+        script.keep_resume(args, task)
     assert script._step_of(kept) == 200
 
 
@@ -131,7 +161,7 @@ def test_the_report_from_the_stored_hardest_point(tmp_path):
 
     script = load_script()
     _stored_hardest_point(tmp_path)
-    args = argparse.Namespace(out=str(tmp_path), steps=10)  # the runs' own 50 steps count
+    args = regime_args(tmp_path, steps=10)  # the runs' own 50 steps count
     result = script.report(args, "hard")
     assert result["budget"] == 50
     pair = next(p for p in result["pairs"] if (p["arm"], p["baseline"]) == ("bot", "grpo"))
@@ -168,7 +198,7 @@ def test_an_arm_of_its_own_comparison_joins_the_report_without_moving_the_level(
         lines.append(json.dumps(r))
     (otb / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     (otb / "summary.json").write_text(json.dumps({"methods": {"otb": {"lr": 2e-4}}}))
-    args = argparse.Namespace(out=str(tmp_path), steps=50)
+    args = regime_args(tmp_path)
     result = script.report(args, "hard")
     assert result["levels"]["highest every run holds"] == 0.6  # grpo's and bot's runs set it
     rows = {r["arm"]: r for r in result["rows"]}
@@ -183,7 +213,7 @@ def test_an_arm_of_its_own_comparison_joins_the_report_without_moving_the_level(
     [
         (["--report-only", "--warm-start-only"], "--report-only and --warm-start-only each pick"),
         (["--keep-resume", "--report-only"], "--report-only and --keep-resume each pick"),
-        (["--candidates", "0.2"], "--candidates builds warm starts: add --warm-start-only"),
+        (["--candidates", "0.2"], "--candidates names warm starts to build or keep: add"),
         (["--steps", "10"], "--steps 10: a run warms its rate up over 10 steps"),
         (["--problems", "0"], "--problems 0: give 1 or more"),
         (["--keep-resume"], "nothing to keep"),
@@ -233,7 +263,7 @@ def test_the_control_joins_the_report_as_bot_on_random_lines(tmp_path):
     ]
     (control / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     (control / "summary.json").write_text(json.dumps({"methods": {"bot": {"lr": 4e-4}}}))
-    result = script.report(argparse.Namespace(out=str(tmp_path), steps=50), "hard")
+    result = script.report(regime_args(tmp_path), "hard")
     pairs = {(p["arm"], p["baseline"]): p for p in result["pairs"]}
     assert set(pairs) == {
         ("bot", "grpo"),
@@ -249,9 +279,28 @@ def test_the_extra_arms_belong_to_the_hardest_point(tmp_path):
     done = run_script("--point", "middle", "--control", "--out", str(tmp_path))
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "code_regime.py: error: --otb, --ablation and --control run at the hardest point: "
-        "--point hard"
+        "code_regime.py: error: --otb, --ablation and --control run at the hardest React "
+        "point: --task react --point hard"
     ]
+    assert list(tmp_path.iterdir()) == []
+    done = run_script("--task", "python", "--point", "hard", "--otb", "--out", str(tmp_path))
+    assert done.returncode == 2 and "at the hardest React point" in done.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("extra", [[], ["--warm-start-only"], ["--keep-resume"], ["--report-only"]])
+def test_python_points_not_chosen_yet_say_how_to_choose_them(tmp_path, extra):
+    """The python points are chosen by their warm starts' sampled compile rate: until they are,
+    every mode that needs one names the command that builds the candidates."""
+    done = run_script("--task", "python", "--point", "middle", "--out", str(tmp_path), *extra)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    if extra == ["--report-only"]:
+        assert "no finished comparison in" in lines[0] and "regime-python-middle" in lines[0]
+    else:
+        assert "the python points are not chosen yet" in lines[0]
+        assert "--task python --point middle --warm-start-only --candidates 0.3 0.2 0.1" in lines[0]
     assert list(tmp_path.iterdir()) == []
 
 
@@ -262,7 +311,7 @@ def test_the_sweeps_figure_reads_every_arm_finished_or_not(tmp_path):
     import shutil
 
     script = load_script()
-    args = argparse.Namespace(out=str(tmp_path))
+    args = regime_args(tmp_path)
     assert script.plot_sweeps(args, tmp_path / "none.png") is False
     stored = ROOT / "benchmarks" / "records" / "regime-hard" / "sweep"
     for run in ("grpo-lr0.0004-s0", "bot-lr0.0004-s0"):

@@ -297,8 +297,8 @@ def mirror_resume(args, tasks: list[str], every_s: float = 120.0) -> None:
     def loop() -> None:
         while True:
             time.sleep(every_s)
-            with contextlib.suppress(OSError, ValueError):  # the next round tries again
-                for task in tasks:
+            for task in tasks:
+                with contextlib.suppress(OSError, ValueError):  # the next round tries again
                     keep_resume(args, task, quiet=True)
 
     threading.Thread(target=loop, daemon=True).start()

@@ -255,6 +255,10 @@ def test_the_task_fills_the_lengths_a_comparison_leaves_open(tmp_path):
     assert (chain.max_completion_length, chain.warm_start_steps) == (192, 3000)
     assert chain.warm_start_stop == "steps"  # the shipped warm start's rule
     assert warm_start_config(chain, chain_task).model.max_positions == 256
+    for long in ("react:sections=3,max_parts=3", "python:helpers=3"):  # the pages' recipe
+        cfg = CompareConfig(out_dir=str(tmp_path), task=long, eval_problems=8, pass_problems=8)
+        check_inputs(cfg)
+        assert (cfg.warm_start_stop, cfg.warm_start_steps) == ("steps", 2400), long
     given = CompareConfig(out_dir=str(tmp_path), task="react", max_completion_length=100)
     check_inputs(given)
     assert given.max_completion_length == 100

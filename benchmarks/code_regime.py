@@ -679,4 +679,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C: one line, not a traceback
+        print(
+            "code_regime.py: interrupted; finished runs, the runs' last checkpoints and the warm "
+            "starts' last resume points are kept: run the same command again to resume",
+            file=sys.stderr,
+        )
+        sys.exit(130)

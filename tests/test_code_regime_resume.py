@@ -407,3 +407,35 @@ def test_arms_trained_for_different_budgets_are_not_compared(tmp_path):
     assert script.code_tasks.comparison_budget([tmp_path / "a", tmp_path / "c"]) == 50
     with pytest.raises(ValueError, match="different numbers of steps"):
         script.code_tasks.comparison_budget([tmp_path / "a", tmp_path / "b"])
+
+
+def test_ctrl_c_while_a_warm_start_trains_ends_in_one_line(tmp_path):
+    """Ctrl-C during a candidate's warm start: exit 130 with one line saying what is kept, no
+    traceback, and no finished-looking warm start left in the cache."""
+    import signal
+    import time
+
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
+    script = str(ROOT / "benchmarks" / "code_regime.py")
+    args = ["--task", "python", "--point", "hard", "--warm-start-only", "--candidates", "0.3"]
+    log = tmp_path / "err.log"
+    with log.open("w") as err_file:
+        proc = subprocess.Popen(
+            [sys.executable, script, *args, "--out", str(tmp_path / "o")],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err_file,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        deadline = time.monotonic() + 120
+        while "warm start: training" not in log.read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, log.read_text()
+            time.sleep(0.5)
+        time.sleep(2)  # into the training loop
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=120)
+    err = log.read_text()
+    assert proc.returncode == 130, err
+    assert err.strip().splitlines()[-1].startswith("code_regime.py: interrupted;"), err
+    assert "Traceback" not in err
+    assert not [p for p in (tmp_path / "o" / ".cache").glob("warm-*") if p.is_dir()]

@@ -19,6 +19,7 @@ Run by tests/test_trl_distributed.py as one process and under ``torchrun --nproc
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -28,6 +29,7 @@ from transformers import AutoTokenizer
 
 from botgrpo.tasks.arithmetic import make_arithmetic_dataset
 from botgrpo.trl import BoTGRPOConfig
+from botgrpo.trl.teardown import end_training
 from tests.trl_helpers import (
     RecordingTrainer,
     digit_share,
@@ -98,7 +100,9 @@ def main(model_dir: str, out_path: str, mode: str) -> None:
         logs = [h for h in trainer.state.log_history if "loss" in h]
         with open(out_path, "w") as f:
             json.dump({"world_size": acc.num_processes, "rows": all_rows, "logs": logs}, f)
-    acc.end_training()  # destroys the process group: exiting with it alive can abort (SIGABRT)
+    # main's return drops the trainer and gc.collect() below frees the process group while
+    # Python is alive (botgrpo.trl.teardown says why)
+    end_training(trainer)
 
 
 def _exact_rows(trainer) -> list[dict]:
@@ -139,3 +143,4 @@ def _loss_batches(trainer, tokenizer) -> list[dict]:
 
 if __name__ == "__main__":
     main(sys.argv[1], sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else "exact")
+    gc.collect()

@@ -9,6 +9,7 @@ The parser is TRL's ``TrlParser`` over three dataclasses, so every field of
 from __future__ import annotations
 
 import functools
+import gc
 import inspect
 import json
 import re
@@ -40,6 +41,7 @@ from botgrpo.scoring.loading import (
     resolve_entry,
 )
 from botgrpo.trl.config import BoTGRPOConfig
+from botgrpo.trl.teardown import end_training
 from botgrpo.usage import (
     UsageError,
     check_basic_field_types,
@@ -563,7 +565,9 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
             freeze_below_top_layers(trainer.model, script_args.top_layers)
         trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
         trainer.save_model(config.output_dir)
-        # Finishes trackers and destroys the process group under accelerate/torchrun: a process
-        # that exits with its gloo/NCCL group alive can abort after training has finished.
-        trainer.accelerator.end_training()
+        # under torchrun/accelerate, a process group freed carelessly can abort or hang the
+        # process after training has finished: botgrpo.trl.teardown says why
+        end_training(trainer)
+        del trainer
+        gc.collect()
     return config

@@ -309,6 +309,20 @@ SOLVE_MAP = {
             "bot",
             "90% of GRPO's groups carry no signal at step 0 and 2% of rollouts solve",
         ),
+        # no figure separates the settings that paid from those that tied: never a confident
+        # call either way, and the advice says that no figure decides it
+        (
+            {**SOLVE_MAP["rule"], "separating": []},
+            diagnosis(0.9, 0.04, solved=0.02),
+            "bot (a smaller gain likely)",
+            "neither figure separates the settings where BoT led from those where it tied",
+        ),
+        (
+            {**SOLVE_MAP["rule"], "separating": []},
+            diagnosis(0.02, 0.04, solved=0.3),
+            "bot (a smaller gain likely)",
+            "neither figure separates",
+        ),
     ],
 )
 def test_the_advice_follows_the_figures_the_map_found_separating(rule, figures, expected, says):

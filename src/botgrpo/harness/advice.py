@@ -171,6 +171,14 @@ def _why_between(
             "quieter than in every setting where it paid (from "
             f"{rule.get('pays_from_local_share', 0.05):.1%})"
         )
+    elif not rule.get("separating"):
+        return (
+            f"{no_signal:.0%} of GRPO's groups carry no signal and {solved:.0%} of rollouts "
+            "solve their problem, but on the map neither figure separates the settings where "
+            "BoT led from those where it tied (docs/results/where-bot-pays.md, rules 1-3); "
+            "measured settings nearby are listed below, and a short comparison on your task "
+            "settles it"
+        )
     else:
         clause = (
             f"{no_signal:.0%} of GRPO's groups carry no signal and {solved:.0%} of rollouts "

@@ -306,7 +306,7 @@ def train_warm_start(
         initial=first,
         total=config.steps,
     )
-    ticker = QuietProgress("warm start", config.steps, enabled=not progress)
+    ticker = QuietProgress("warm start", config.steps, enabled=not progress, initial=first)
     steps = first
     for step in bar:
         ticker.update(step)

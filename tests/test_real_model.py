@@ -191,3 +191,9 @@ def test_two_trainer_steps_on_the_real_model_train_only_the_top_layers_adapters(
     changed = {n for n, p in trainer.model.named_parameters() if not torch.equal(p, before[n])}
     assert changed and all("lora_" in n and (".28." in n or ".29." in n) for n in changed)
     assert trainable == sum(p.numel() for p in trainer.model.parameters() if p.requires_grad)
+
+
+@pytest.mark.parametrize("path", ["/nonexistent/model", "./no-such-model", "~/no-such-model"])
+def test_a_model_path_that_is_not_a_folder_is_named(path):
+    with pytest.raises(ValueError, match="no such folder"):
+        resolve_model_path(path)

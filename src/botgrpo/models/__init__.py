@@ -44,6 +44,13 @@ def resolve_model_path(name_or_path: str | None) -> str:
     if name_or_path.startswith(REAL_PREFIX):
         return str(real_model_path(name_or_path))
     if not name_or_path.startswith(TINY_PREFIX):
+        if name_or_path.startswith(("/", "./", "../", "~")) and not (
+            Path(name_or_path).expanduser().is_dir()
+        ):
+            raise ValueError(
+                f"model_name_or_path {name_or_path!r}: no such folder; give a model folder, a hub "
+                "id, tiny:DIR, warm:NAME or real:NAME"
+            )
         return name_or_path
     from botgrpo.tiny import build_tiny_model
 

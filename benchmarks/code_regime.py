@@ -85,7 +85,15 @@ FAMILIES = {
         "react pages of 3 sections",
         candidates=(0.3, 0.2, 0.15, 0.1),
     ),
-    "python": Family("python:helpers=3", {}, "python-helpers", "python functions of 3 helpers"),
+    "python": Family(
+        "python:helpers=3",
+        {},
+        "python-helpers",
+        "python functions of 3 helpers",
+        # 0.05 added once the 0.3 candidate sampled compiling functions at about a third of its
+        # teacher's rate (docs/results/code-regime.md): "about 30%" needs a teacher near 55%
+        candidates=(0.3, 0.2, 0.1, 0.05),
+    ),
 }
 POINT_NAMES = ("hard", "middle", "easy")
 METRIC = "sampled_compiled"

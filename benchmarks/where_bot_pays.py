@@ -6,7 +6,8 @@ BoT, and the AUC difference, 5 seeds, paired 95% intervals) from the file the co
 (docs/results/*.json, benchmarks/records/*) and measures the setting's step-0 figures with
 ``botgrpo diagnose``'s own function (:mod:`botgrpo.harness.diagnose`) on the setting's starting
 model and task: the share of GRPO's groups with no signal, the local signal's share of BoT's
-token reward, the starting solve rate, completion length, and the verdicts' accuracy and
+token reward, the starting solve rate, the share of rollouts earning outcome credit (scoring
+above a typical failed attempt), completion length, and the verdicts' accuracy and
 their flags' precision (the share of the steps judged wrong that are wrong) against the exact
 ones. Those measurements are kept in ``--records`` (one JSON per setting), so the
 command resumes, and ``--report-only`` rewrites the page from what is there.

@@ -14,6 +14,7 @@ from botgrpo.cli import main
 from botgrpo.harness.advice import advise, nearest, render_diagnosis
 from botgrpo.harness.diagnosis import (
     Rollouts,
+    failure_outcome,
     group_figures,
     length_figures,
     score_rollouts,
@@ -88,6 +89,8 @@ def test_group_figures_on_rollouts_with_known_answers():
     local_sums = 0.5 * 2 + 0.5 * 2 + 0.5 * 3  # |sum_t w_s S_t| on rollouts 1, 4, 5
     assert figures["return_local_share"]["value"] == pytest.approx(local_sums / (3 + local_sums))
     assert figures["solved"]["value"] == pytest.approx(1 / 6)
+    # every outcome is 0 but rollout 0's: one rollout of six earns outcome credit
+    assert figures["outcome_credit"]["value"] == pytest.approx(1 / 6)
     low, high = figures["grpo_no_signal"]["low"], figures["grpo_no_signal"]["high"]
     assert 0 <= low <= figures["grpo_no_signal"]["value"] <= high <= 1
     verdicts = verdict_figures(scored)
@@ -95,6 +98,49 @@ def test_group_figures_on_rollouts_with_known_answers():
     assert verdicts["right_in_failed"] == pytest.approx(5 / 7)
     assert verdicts["steps_right"] == pytest.approx(7 / 9)
     assert verdicts["false_alarm"] is None
+
+
+def test_outcome_credit_counts_the_rollouts_above_a_typical_failure():
+    # a graded code reward: -1 broken, 0 compiles with lint, 0.5 compiles clean, 1 solves, and
+    # one rare answer below the usual failure (-1.3: compiles, then fails to render)
+    spec = [
+        (-1.0, 0.0, None, False),
+        (-1.0, 0.0, None, False),
+        (0.0, 0.0, None, False),
+        (-1.0, 0.0, None, False),
+        (0.5, 0.0, None, False),
+        (1.0, 0.0, None, True),
+        (-1.3, 0.0, None, False),
+        (-1.0, 0.0, None, False),
+    ]
+    ro = rollouts([2] * 8, k=4)
+    scored = score_rollouts(ro, [token_reward(spec)], w_g=3.0, w_s=0.5)
+    assert failure_outcome(scored) == -3.0  # w_g G of the broken ones, the most common failure
+    figures = with_intervals(group_figures(scored, ro.group_B))
+    assert figures["outcome_credit"]["value"] == pytest.approx(3 / 8)  # 0, 0.5 and 1
+    assert figures["solved"]["value"] == pytest.approx(1 / 8)
+    # equally common failures: the lowest is the typical one
+    tied = [(-1.0, 0.0, None, False), (0.0, 0.0, None, False)] * 4
+    scored = score_rollouts(ro, [token_reward(tied)], w_g=1.0, w_s=0.5)
+    assert failure_outcome(scored) == -1.0
+    assert with_intervals(group_figures(scored, ro.group_B))["outcome_credit"]["value"] == 0.5
+    # every rollout failing alike: none earns credit; every rollout solving: all do
+    flat = score_rollouts(ro, [token_reward([(0.0, 0.0, None, False)] * 8)], w_g=3.0, w_s=0.5)
+    assert with_intervals(group_figures(flat, ro.group_B))["outcome_credit"]["value"] == 0.0
+    solved = score_rollouts(ro, [token_reward([(1.0, 0.0, None, True)] * 8)], w_g=3.0, w_s=0.5)
+    assert failure_outcome(solved) is None
+    assert with_intervals(group_figures(solved, ro.group_B))["outcome_credit"]["value"] == 1.0
+
+    # a rollout no reward function scores (outcome 0, as in training) is neither the typical
+    # failure nor credited
+    def some(prompts, completions, completion_ids, **columns):
+        return [None, 1.0, 1.0, 2.0, 1.0, None, None, None]
+
+    partial = score_rollouts(ro, [some], w_g=1.0, w_s=0.5)
+    assert failure_outcome(partial) == 1.0  # 2.0, the batch's best, counts as solved
+    assert with_intervals(group_figures(partial, ro.group_B))["outcome_credit"][
+        "value"
+    ] == pytest.approx(1 / 8)
 
 
 def test_a_group_of_one_has_no_signal_and_masked_tokens_cannot_matter():
@@ -190,7 +236,7 @@ MAP = {
 }
 
 
-def diagnosis(no_signal, share, solved=0.1, bot_none=0.0, verdicts=None):
+def diagnosis(no_signal, share, solved=0.1, bot_none=0.0, verdicts=None, credit=None):
     f = {"value": None, "low": None, "high": None}
     figures = {
         "grpo_no_signal": {**f, "value": no_signal},
@@ -198,6 +244,8 @@ def diagnosis(no_signal, share, solved=0.1, bot_none=0.0, verdicts=None):
         "local_share": {**f, "value": share},
         "solved": {**f, "value": solved},
     }
+    if credit is not None:
+        figures["outcome_credit"] = {**f, "value": credit}
     return {"figures": figures, "verdicts": verdicts or {}}
 
 
@@ -261,6 +309,15 @@ SOLVE_MAP = {
 }
 
 
+#: A map where only the share of rollouts earning outcome credit separates the settings.
+CREDIT_RULE = {
+    **SOLVE_MAP["rule"],
+    "pays_up_to_credit": 0.11,
+    "ties_from_credit": 0.18,
+    "separating": ["outcome_credit"],
+}
+
+
 @pytest.mark.parametrize(
     ("rule", "figures", "expected", "says"),
     [
@@ -315,13 +372,39 @@ SOLVE_MAP = {
             {**SOLVE_MAP["rule"], "separating": []},
             diagnosis(0.9, 0.04, solved=0.02),
             "bot (a smaller gain likely)",
-            "neither figure separates the settings where BoT led from those where it tied",
+            "no step-0 figure separates the settings where BoT led from those where it tied",
         ),
         (
             {**SOLVE_MAP["rule"], "separating": []},
             diagnosis(0.02, 0.04, solved=0.3),
             "bot (a smaller gain likely)",
-            "neither figure separates",
+            "no step-0 figure separates",
+        ),
+        # only the outcome credit separates: it decides both ways, and says so
+        (
+            CREDIT_RULE,
+            diagnosis(0.3, 0.04, solved=0.0, credit=0.05, verdicts={"right_in_failed": 0.9}),
+            "bot",
+            "only 5% of rollouts earn any outcome credit at step 0",
+        ),
+        (
+            CREDIT_RULE,
+            diagnosis(0.3, 0.04, solved=0.0, credit=0.3, verdicts={"right_in_failed": 0.9}),
+            "grpo or dapo (bot ties)",
+            "30% of rollouts already earn outcome credit",
+        ),
+        (
+            CREDIT_RULE,
+            diagnosis(0.3, 0.04, solved=0.0, credit=0.14, verdicts={"right_in_failed": 0.9}),
+            "bot (a smaller gain likely)",
+            "between",
+        ),
+        # a diagnosis stored before the figure was measured gets no vote from it
+        (
+            CREDIT_RULE,
+            diagnosis(0.3, 0.04, solved=0.0, verdicts={"right_in_failed": 0.9}),
+            "bot (a smaller gain likely)",
+            "",
         ),
     ],
 )

@@ -70,7 +70,10 @@ def test_the_map_from_a_few_stored_records(tmp_path):
     assert rule["ties_below_no_signal"] == 0.5  # chain 4-7, the most silent tie on this set
     # the starting solve rate: paid at 7% solved (chain 4-16), tied from 18% (chain 4-7, react)
     assert (rule["pays_up_to_solved"], rule["ties_from_solved"]) == (0.08, 0.17)
-    assert rule["separating"] == ["grpo_no_signal", "solved"] and rule["overlap_basis"] == {}
+    # the share earning outcome credit: the solve rate on chain, react's 36% compiling pages
+    assert (rule["pays_up_to_credit"], rule["ties_from_credit"]) == (0.08, 0.17)
+    assert rule["separating"] == ["grpo_no_signal", "solved", "outcome_credit"]
+    assert rule["overlap_basis"] == {}
     assert rule["min_accuracy"] == 0.78  # 20% flipped (79% right) still kept the lead over the run
     # 43% of 20%-flipped verdicts' flags on wrong steps kept the lead, 39% (30% false alarms) lost it
     assert rule["min_flags_right"] == 0.43 and len(rule["flags_right_basis"]) == 3
@@ -91,22 +94,28 @@ def test_the_shipped_map_is_the_docs_map():
     assert json.loads(shipped.read_text()) == json.loads(docs.read_text())
 
 
-def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
-    def row(sid, no_signal, solved, low, share=0.04, accuracy=1.0):
-        return {
-            "id": sid,
-            "w_s": 0.5,
-            "speedup": {"ratio": low + 0.2, "low": low, "high": low + 0.4},
-            "auc_diff": {"mean": 0.0, "low": -0.01, "high": 0.01},
-            "predictors": {
-                "grpo_no_signal": {"value": no_signal},
-                "solved": {"value": solved},
-                "local_share": {"value": share},
-                "verdict_accuracy": accuracy,
-                "false_alarm": 0.0,
-            },
-        }
+def rule_row(sid, no_signal, solved, low, share=0.04, accuracy=1.0, credit=None):
+    """A measured setting as the rule reads it: its speedup interval from ``low`` up."""
+    predictors = {
+        "grpo_no_signal": {"value": no_signal},
+        "solved": {"value": solved},
+        "local_share": {"value": share},
+        "verdict_accuracy": accuracy,
+        "false_alarm": 0.0,
+    }
+    if credit is not None:
+        predictors["outcome_credit"] = {"value": credit}
+    return {
+        "id": sid,
+        "w_s": 0.5,
+        "speedup": {"ratio": low + 0.2, "low": low, "high": low + 0.4},
+        "auc_diff": {"mean": 0.0, "low": -0.01, "high": 0.01},
+        "predictors": predictors,
+    }
 
+
+def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
+    row = rule_row
     rule = load_part("rule").derive_rule(
         [
             row("pages", 0.48, 0.0, 1.2),
@@ -135,6 +144,30 @@ def test_a_figure_whose_ranges_overlap_is_named_and_left_out_of_the_rule():
         "Left out, its ranges overlap: silent share (pages paid at 0.48, short tied at 0.50)"
         in table
     )
+
+
+def test_the_outcome_credit_is_read_where_the_solve_rate_overlaps():
+    """Long pages that paid and tied at 0% solved: the solve rate cannot separate them, the
+    share of rollouts earning outcome credit (the compile rate there) can."""
+
+    def row(sid, no_signal, solved, credit, low):
+        return rule_row(sid, no_signal, solved, low, credit=credit)
+
+    rule = load_part("rule").derive_rule(
+        [
+            row("pages-hard", 0.75, 0.0, 0.035, 1.7),
+            row("pages-middle", 0.45, 0.0, 0.105, 1.2),
+            row("pages-easy", 0.1, 0.0, 0.295, 0.9),
+            row("chain-easy", 0.5, 0.18, 0.18, 0.95),
+        ]
+    )
+    assert rule["separating"] == ["outcome_credit"]
+    assert (rule["pays_up_to_credit"], rule["ties_from_credit"]) == (0.11, 0.18)
+    assert set(rule["overlap_basis"]) == {"grpo_no_signal", "solved"}
+    table = "\n".join(load_part("render").render_rule(rule))
+    assert "| `pays_up_to_credit` | 0.11 | BoT paid up to this share" in table
+    assert "| `pays_up_to_solved` | 0 (left out: overlaps) |" in table
+    assert "the advice reads these): outcome credit." in table
 
 
 @pytest.mark.parametrize(

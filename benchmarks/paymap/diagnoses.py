@@ -15,6 +15,7 @@ RECORD_KEYS = (
     ("figures", "bot_no_signal"),
     ("figures", "local_share"),
     ("figures", "solved"),
+    ("figures", "outcome_credit"),
     ("lengths", "mean_tokens"),
     ("verdicts",),
 )
@@ -76,6 +77,7 @@ def predictors(setting: Setting, diagnosis: dict) -> dict:
         "bot_no_signal": f["bot_no_signal"],
         "local_share": f["local_share"],
         "solved": f["solved"],
+        "outcome_credit": f["outcome_credit"],
         "mean_tokens": diagnosis["lengths"]["mean_tokens"],
         "verdict_accuracy": accuracy,
         "false_alarm": 0.0 if setting.exact_verdicts else v.get("false_alarm"),

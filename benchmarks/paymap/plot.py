@@ -50,7 +50,7 @@ def _place_labels(ax, points: list[tuple[float, float, str]]) -> None:
 
 def plot_map(data: dict, path: Path) -> None:
     """BoT's speedup and AUC difference (with intervals) against each step-0 figure: the first
-    four columns hold the settings with exact verdicts, the last the noisy and learned ones.
+    five columns hold the settings with exact verdicts, the last the noisy and learned ones.
     A hollow marker is a bound (a run never reached the level)."""
     import matplotlib
 
@@ -62,11 +62,12 @@ def plot_map(data: dict, path: Path) -> None:
         ("grpo_no_signal", "GRPO's groups with no signal at step 0"),
         ("local_share", "local signal's share of BoT's reward"),
         ("solved", "solved at step 0"),
+        ("outcome_credit", "rollouts earning outcome credit at step 0"),
         ("mean_tokens", "tokens per completion (log scale)"),
         ("verdict_accuracy", "share of step verdicts right (noisy and learned verdicts)"),
     )
     colors = {"chain": "C0", "code": "C3", "noisy": "C1"}
-    fig, axes = plt.subplots(2, len(panels), figsize=(22, 8.6), sharey="row")
+    fig, axes = plt.subplots(2, len(panels), figsize=(26, 8.6), sharey="row")
     rows = [r for r in data["settings"] if r["w_s"] == 0.5]
     labels: dict = {}  # axes -> its points, labelled once every panel's limits are set
     for col, (key, label) in enumerate(panels):

@@ -22,9 +22,9 @@ def render_map(data: dict) -> str:
     """The map's table (the page's prose is written around it in docs/results)."""
     lines = [
         "| setting | BoT vs GRPO, steps to half-way | AUC difference | GRPO groups without "
-        "signal at step 0 | local share of BoT's reward | solved at step 0 | tokens | "
-        "verdicts right | flagged steps wrong | page |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "signal at step 0 | local share of BoT's reward | solved at step 0 | earning outcome "
+        "credit at step 0 | tokens | verdicts right | flagged steps wrong | page |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in sorted(data["settings"], key=lambda r: -r["predictors"]["grpo_no_signal"]["value"]):
         p = r["predictors"]
@@ -36,7 +36,8 @@ def render_map(data: dict) -> str:
         lines.append(
             f"| {r['label']} | {speed} | {_iv(r['auc_diff'], '+.3f')} | "
             f"{_iv(p['grpo_no_signal'])} | {_iv(p['local_share'], '.3f')} | "
-            f"{_iv(p['solved'])} | {p['mean_tokens']:.0f} | {acc} | {flags} | [{r['page']}]({r['page']}) |"
+            f"{_iv(p['solved'])} | {_iv(p.get('outcome_credit'))} | {p['mean_tokens']:.0f} | "
+            f"{acc} | {flags} | [{r['page']}]({r['page']}) |"
         )
     lines.append("")
     lines.append("\\* censored: some runs never reached the level (see the page).")
@@ -110,6 +111,18 @@ RULE_ROWS = (
         "the lowest solve rate among those that tied",
     ),
     (
+        "pays_up_to_credit",
+        "BoT paid up to this share of rollouts earning outcome credit",
+        "pays_basis",
+        "the highest share among those that paid",
+    ),
+    (
+        "ties_from_credit",
+        "BoT tied from this share of rollouts earning outcome credit up",
+        "ties_basis",
+        "the lowest share among those that tied",
+    ),
+    (
         "pays_from_local_share",
         "the quietest local signal that still paid",
         "local_share_basis",
@@ -150,6 +163,15 @@ FIGURE_OF = {
     "ties_below_no_signal": "grpo_no_signal",
     "pays_up_to_solved": "solved",
     "ties_from_solved": "solved",
+    "pays_up_to_credit": "outcome_credit",
+    "ties_from_credit": "outcome_credit",
+}
+
+#: Each step-0 figure's name in the page's prose.
+FIGURE_NAMES = {
+    "grpo_no_signal": "silent share",
+    "solved": "solve rate",
+    "outcome_credit": "outcome credit",
 }
 
 
@@ -173,7 +195,7 @@ def render_rule(rule: dict) -> list[str]:
             value += f" (right {rule['noisy_w_s_up_to']:.0%})"
         lines.append(f"| `{key}` | {value} | {says} | {how} | {', '.join(rule.get(basis, []))} |")
     if "separating" in rule:
-        names = {"grpo_no_signal": "silent share", "solved": "solve rate"}
+        names = FIGURE_NAMES
         used = ", ".join(names.get(n, n) for n in rule["separating"]) or "none"
         lines.append("")
         lines.append(

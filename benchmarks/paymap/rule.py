@@ -10,24 +10,32 @@ from pathlib import Path
 from paymap.diagnoses import load_record
 from paymap.settings import ROOT
 
+#: The step-0 figures a threshold can be read from: figure -> (the side where BoT paid, +1
+#: higher or -1 lower; the thresholds' key suffix).
+SEPARATORS = {
+    "grpo_no_signal": (1, "no_signal"),
+    "solved": (-1, "solved"),
+    "outcome_credit": (-1, "credit"),
+}
+
 
 def _separation(pays: list[dict], ties: list[dict]) -> dict:
-    """The starting solve rate's thresholds (BoT paid at or below ``pays_up_to_solved``, tied
-    at or above ``ties_from_solved``) and which of the two step-0 figures separate the settings
-    where BoT paid from those where it tied (``separating``): a figure whose ranges overlap
-    cannot tell them apart, and the settings that overlap are named (``overlap_basis``)."""
+    """The starting solve rate's and outcome credit's thresholds (BoT paid at or below
+    ``pays_up_to_<figure>``, tied at or above ``ties_from_<figure>``) and which step-0 figures
+    separate the settings where BoT paid from those where it tied (``separating``): a figure
+    whose ranges overlap cannot tell them apart, and the settings that overlap are named
+    (``overlap_basis``)."""
 
     def value(r, name):
         return r["predictors"][name]["value"]
 
-    out: dict = {
-        "pays_up_to_solved": math.ceil(max(value(r, "solved") for r in pays) * 100) / 100,
-        "ties_from_solved": math.floor(min(value(r, "solved") for r in ties) * 100) / 100,
-        "separating": [],
-        "overlap_basis": {},
-    }
-    # silent groups: more of them where BoT pays; starting solve rate: lower where BoT pays
-    for name, pay_side in (("grpo_no_signal", 1), ("solved", -1)):
+    out: dict = {"separating": [], "overlap_basis": {}}
+    for name, (pay_side, suffix) in SEPARATORS.items():
+        if any(r["predictors"].get(name) is None for r in pays + ties):
+            continue  # a map whose diagnoses predate the figure
+        if pay_side < 0:
+            out[f"pays_up_to_{suffix}"] = math.ceil(max(value(r, name) for r in pays) * 100) / 100
+            out[f"ties_from_{suffix}"] = math.floor(min(value(r, name) for r in ties) * 100) / 100
         edge_pay = min(pay_side * value(r, name) for r in pays)
         edge_tie = max(pay_side * value(r, name) for r in ties)
         if edge_pay > edge_tie:

@@ -19,7 +19,12 @@ MAP_PATH = Path(__file__).with_name("where_bot_pays.json")
 
 #: Figures that place a setting, and how far apart two settings are along each (a difference
 #: of this much counts as 1).
-DISTANCE_SCALES = {"grpo_no_signal": 0.15, "solved": 0.15, "local_share": 0.05}
+DISTANCE_SCALES = {
+    "grpo_no_signal": 0.15,
+    "solved": 0.15,
+    "outcome_credit": 0.15,
+    "local_share": 0.05,
+}
 
 #: Below this share of the model's own steps judged right, the advice for BoT carries a caution:
 #: the real model's BoT run (23% right) collapsed to writing fewer steps; every setting of the
@@ -82,9 +87,10 @@ def nearest(
     return sorted(scored, key=lambda s: s["distance"])[:n]
 
 
-def _votes(rule: dict, no_signal: float, solved: float) -> dict[str, str]:
+def _votes(rule: dict, no_signal: float, solved: float, credit: float | None) -> dict[str, str]:
     """What each step-0 figure the map found separating says: ``pays``, ``ties`` or ``between``
-    (a map without ``separating`` predates the solve-rate clause: the silent share alone)."""
+    (a map without ``separating`` predates the solve-rate clause: the silent share alone; a
+    diagnosis without the outcome credit, stored before it was measured, gets no vote on it)."""
     votes = {}
     for name in rule.get("separating", ["grpo_no_signal"]):
         if name == "grpo_no_signal":
@@ -93,6 +99,9 @@ def _votes(rule: dict, no_signal: float, solved: float) -> dict[str, str]:
         elif name == "solved":
             pays = solved <= rule["pays_up_to_solved"]
             ties = solved >= rule["ties_from_solved"]
+        elif name == "outcome_credit" and credit is not None:
+            pays = credit <= rule["pays_up_to_credit"]
+            ties = credit >= rule["ties_from_credit"]
         else:
             continue
         votes[name] = "pays" if pays else "ties" if ties else "between"
@@ -100,17 +109,27 @@ def _votes(rule: dict, no_signal: float, solved: float) -> dict[str, str]:
 
 
 def _pays_or_ties(
-    rule: dict, no_signal: float, solved: float, share: float, bot_none: float
+    rule: dict,
+    no_signal: float,
+    solved: float,
+    share: float,
+    bot_none: float,
+    credit: float | None = None,
 ) -> tuple[str, str]:
     """bot / grpo or dapo / in between, from the figures that separated the measured settings
     where BoT paid from those where it tied, and why."""
-    votes = _votes(rule, no_signal, solved)
+    votes = _votes(rule, no_signal, solved, credit)
+    credit = 0.0 if credit is None else credit
     said = {
         ("grpo_no_signal", "pays"): f"{no_signal:.0%} of GRPO's groups carry no signal at step 0",
         ("solved", "pays"): f"{solved:.0%} of rollouts solve their problem at step 0",
         ("grpo_no_signal", "ties"): f"GRPO already has a signal in {1 - no_signal:.0%} of its "
         "groups",
         ("solved", "ties"): f"{solved:.0%} of rollouts already solve their problem",
+        ("outcome_credit", "pays"): f"only {credit:.0%} of rollouts earn any outcome credit at "
+        "step 0 (score above a typical failed attempt)",
+        ("outcome_credit", "ties"): f"{credit:.0%} of rollouts already earn outcome credit "
+        "(score above a typical failed attempt)",
     }
     pays = [said[n, v] for n, v in votes.items() if v == "pays"]
     ties = [said[n, v] for n, v in votes.items() if v == "ties"]
@@ -174,8 +193,8 @@ def _why_between(
     elif not rule.get("separating"):
         return (
             f"{no_signal:.0%} of GRPO's groups carry no signal and {solved:.0%} of rollouts "
-            "solve their problem, but on the map neither figure separates the settings where "
-            "BoT led from those where it tied (docs/results/where-bot-pays.md, rules 1-3); "
+            "solve their problem, but on the map no step-0 figure separates the settings "
+            "where BoT led from those where it tied (docs/results/where-bot-pays.md, rules 1-3); "
             "measured settings nearby are listed below, and a short comparison on your task "
             "settles it"
         )
@@ -208,6 +227,7 @@ def advise(result: dict, data: dict | None = None) -> dict:
     bot_none = _value(figures, "bot_no_signal") or 0.0
     share = _value(figures, "local_share") or 0.0
     solved = _value(figures, "solved") or 0.0
+    credit = _value(figures, "outcome_credit")
     accuracy = verdicts.get("verdict_accuracy")
     false_alarm = verdicts.get("false_alarm")
     flags_right = verdicts.get("flags_right")
@@ -264,7 +284,7 @@ def advise(result: dict, data: dict | None = None) -> dict:
             + ")"
         )
     else:
-        choice, reason = _pays_or_ties(rule, no_signal, solved, share, bot_none)
+        choice, reason = _pays_or_ties(rule, no_signal, solved, share, bot_none, credit)
         why.append(reason)
     steps_right = verdicts.get("steps_right")
     if steps_right is not None and steps_right < MOSTLY_WRONG and choice != "warm start first":
@@ -346,8 +366,15 @@ def render_diagnosis(result: dict) -> str:
         )
     elif shortcut.get("error"):
         lines.append(f"| rollouts scoring below a short answer | n/a: {shortcut['error']} |")
+    lines.append(f"| solved | {_interval(f['solved'])} |")
+    if "outcome_credit" in f:  # diagnoses stored before it was measured lack it
+        floor = result.get("failure_outcome")
+        above = "" if floor is None else f", {floor:+.2f}"
+        lines.append(
+            f"| rollouts earning outcome credit (above the typical failure's outcome{above}) | "
+            f"{_interval(f['outcome_credit'])} |"
+        )
     lines += [
-        f"| solved | {_interval(f['solved'])} |",
         f"| tokens per completion (mean, p90) | {result['lengths']['mean_tokens']:.0f}, "
         f"{result['lengths']['p90_tokens']:.0f} |",
         f"| truncated at the length limit | {result['lengths']['truncated']:.2f} |",
@@ -411,7 +438,9 @@ def render_diagnosis(result: dict) -> str:
 
 def plot_diagnosis(result: dict, path: Path, data: dict | None = None) -> None:
     """The user's figures (a star, with intervals) among the measured settings, coloured by
-    BoT's speedup over GRPO."""
+    BoT's speedup over GRPO: the share of rollouts earning outcome credit (the figure the map's
+    rule reads) across, where the diagnosis has it, else GRPO's silent groups; the local share
+    up."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -420,7 +449,9 @@ def plot_diagnosis(result: dict, path: Path, data: dict | None = None) -> None:
     data = data if data is not None else load_map()
     fig, ax = plt.subplots(figsize=(7.5, 5))
     settings = data.get("settings", [])
-    xs = [_value(s["predictors"], "grpo_no_signal") for s in settings]
+    f = result["figures"]
+    across = "outcome_credit" if "outcome_credit" in f else "grpo_no_signal"
+    xs = [_value(s["predictors"], across) for s in settings]
     ys = [_value(s["predictors"], "local_share") for s in settings]
     cs = [s["speedup"]["ratio"] if s["speedup"] else 1.0 for s in settings]
     keep = [
@@ -445,8 +476,7 @@ def plot_diagnosis(result: dict, path: Path, data: dict | None = None) -> None:
                 xytext=(3, 3),
                 textcoords="offset points",
             )
-    f = result["figures"]
-    x, y = f["grpo_no_signal"], f["local_share"]
+    x, y = f[across], f["local_share"]
     ax.errorbar(
         x["value"],
         y["value"],
@@ -459,11 +489,15 @@ def plot_diagnosis(result: dict, path: Path, data: dict | None = None) -> None:
         label=f"this diagnosis: {result['label']}",
     )
     ax.set(
-        xlabel="share of GRPO's groups with no signal at step 0",
+        xlabel=(
+            "share of rollouts earning outcome credit at step 0 (above a typical failure)"
+            if across == "outcome_credit"
+            else "share of GRPO's groups with no signal at step 0"
+        ),
         ylabel="local signal's share of BoT's token reward",
         title="Where your task sits among the measured settings",
     )
-    ax.legend(loc="upper left", fontsize=8)
+    ax.legend(loc="best", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

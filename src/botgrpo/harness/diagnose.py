@@ -17,6 +17,7 @@ from typing import Any
 
 from botgrpo.harness.diagnosis import (
     draw_prompts,
+    failure_outcome,
     group_figures,
     length_figures,
     sample_rollouts,
@@ -334,6 +335,7 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
         "w_s": p.w_s,
         "max_completion_length": p.max_new,
         "figures": figures,
+        "failure_outcome": failure_outcome(scored),
         "lengths": length_figures(rollouts),
         "verdicts": verdict_figures(scored, reference),
         "shortcut": shortcut,

@@ -20,6 +20,15 @@ over prompts:
 - ``solved``: the share of rollouts that solve their problem (the task's verdict, which every
   built-in and task reward reports; with reward functions that report none, an outcome at the
   batch's best), completion lengths and the share truncated at the length limit;
+- ``outcome_credit``: the share of rollouts whose outcome part (w_g G + b_format) lies above
+  that of the typical failure (``failure_outcome``: the most common outcome among the scored
+  rollouts that do not solve their problem, the lowest where several are as common): the
+  rollouts that earn more outcome credit than a typical failed attempt. On a pass/fail reward it
+  is the solve rate; on a code reward that grades programs that compile above broken ones, the
+  compile rate; a rare answer scored below the usual failure (a malformed one, a page that
+  compiles and then fails to render) does not move it. 1 when no scored rollout fails. Where it
+  is low, GRPO's signal rests on a few rollouts per batch, the regime where BoT's local signal
+  led (docs/results/where-bot-pays.md);
 - how the step verdicts relate to the outcome: the share of steps judged wrong in solved
   rollouts (``wrong_in_solved``) and judged right in failed ones (``right_in_failed``); and,
   where a reference verifier exists (a task trained with noisy or learned verdicts is checked
@@ -43,6 +52,7 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -252,6 +262,10 @@ def group_figures(scored: Scored, group_B: torch.Tensor) -> dict[str, np.ndarray
     resamples whole groups)."""
     n_groups = int(group_B.max()) + 1 if group_B.numel() else 0
     out = {name: np.zeros(n_groups) for name in _GROUP_SUMS}
+    floor = failure_outcome(scored)
+    credited_B = scored.outcome_B > (-math.inf if floor is None else floor + 1e-9)
+    if scored.scored_B is not None:
+        credited_B &= scored.scored_B
     rewards_BT = (scored.outcome_B[:, None] + scored.local_BT) * scored.mask_BT
     for g in range(n_groups):
         rows = (group_B == g).nonzero().flatten()
@@ -271,6 +285,7 @@ def group_figures(scored: Scored, group_B: torch.Tensor) -> dict[str, np.ndarray
         out["local_spread"][g] = float(local.std(unbiased=False)) if local.numel() else 0.0
         out["rollouts"][g] = float(len(rows))
         out["solved"][g] = float(scored.solved_B[rows].sum())
+        out["outcome_credit"][g] = float(credited_B[rows].sum())
         out["tokens"][g] = float(tokens.sum())
     return out
 
@@ -286,6 +301,7 @@ _GROUP_SUMS = (
     "local_spread",
     "rollouts",
     "solved",
+    "outcome_credit",
     "tokens",
 )
 
@@ -297,9 +313,25 @@ RATIOS = {
     "return_local_share": ("local_sum_abs", ("outcome_once_abs", "local_sum_abs")),
     "local_spread": ("local_spread", "groups"),
     "solved": ("solved", "rollouts"),
+    "outcome_credit": ("outcome_credit", "rollouts"),
     "mean_tokens": ("tokens", "rollouts"),
     "shortcut_beats": ("shortcut_beats", "rollouts"),
 }
+
+
+def failure_outcome(scored: Scored) -> float | None:
+    """The outcome part (w_g G + b_format) of the typical failed rollout: the most common one
+    among the scored rollouts that do not solve their problem (the lowest of equally common
+    ones); None when every scored rollout solves it. ``outcome_credit`` counts the rollouts
+    above it."""
+    failed = ~scored.solved_B
+    if scored.scored_B is not None:
+        failed &= scored.scored_B
+    counts = Counter(round(float(x), 9) for x in scored.outcome_B[failed])
+    if not counts:
+        return None
+    top = max(counts.values())
+    return min(v for v, c in counts.items() if c == top)
 
 
 def _ratio(sums: dict[str, np.ndarray], spec, idx: np.ndarray | None = None) -> float:

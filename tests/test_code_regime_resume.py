@@ -299,7 +299,7 @@ def test_python_points_not_chosen_yet_say_how_to_choose_them(tmp_path, extra):
     if extra == ["--report-only"]:
         assert "no finished comparison in" in lines[0] and "regime-python-middle" in lines[0]
     else:
-        assert "the python points are not chosen yet" in lines[0]
+        assert "the python middle point is not chosen yet" in lines[0]
         assert (
             "--task python --point middle --warm-start-only --candidates 0.3 0.2 0.1 0.05"
             in lines[0]

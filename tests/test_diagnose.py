@@ -397,7 +397,22 @@ CREDIT_RULE = {
             CREDIT_RULE,
             diagnosis(0.3, 0.04, solved=0.0, credit=0.14, verdicts={"right_in_failed": 0.9}),
             "bot (a smaller gain likely)",
-            "between",
+            "14% of rollouts earn outcome credit at step 0 (score above a typical failed "
+            "attempt): between the settings where BoT paid (up to 11%) and those where it tied "
+            "(from 18%)",
+        ),
+        # the silent share alone between its thresholds: the advice names it and them
+        (
+            {
+                **SOLVE_MAP["rule"],
+                "pays_from_no_signal": 0.6,
+                "ties_below_no_signal": 0.2,
+                "separating": ["grpo_no_signal"],
+            },
+            diagnosis(0.4, 0.04, solved=0.1),
+            "bot (a smaller gain likely)",
+            "40% of GRPO's groups carry no signal at step 0: between the settings where BoT "
+            "tied (up to 20%) and those where it paid (from 60%)",
         ),
         # a diagnosis stored before the figure was measured gets no vote from it
         (

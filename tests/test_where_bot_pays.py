@@ -282,3 +282,22 @@ def test_a_records_path_that_is_a_file_or_a_broken_record_is_named(tmp_path, cap
         last = capsys.readouterr().err.strip().splitlines()[-1]
         assert f"{first}.json" in last and "delete it to diagnose again" in last
     assert list(out.iterdir()) == []
+
+
+def test_a_code_regime_settings_first_steps_are_read_from_its_comparison(tmp_path):
+    """Each code family's settings find their comparison's kept runs (react pages in
+    regime-<point>, python functions in regime-python-<point>); other ids find none."""
+    diagnoses = load_part("diagnoses")
+    assert diagnoses.regime_folder("react-pages-hard-random") == "regime-hard-random"
+    assert diagnoses.regime_folder("python-helpers-middle") == "regime-python-middle"
+    assert diagnoses.regime_folder("chain-4-16") == ""
+    run = tmp_path / "regime-python-hard" / "runs" / "grpo-s0"
+    run.mkdir(parents=True)
+    rows = [
+        {"kind": "train", "step": 1, "method": "grpo", "bot/frac_zero_signal_groups": 0.25},
+        {"kind": "train", "step": 2, "method": "grpo", "bot/frac_zero_signal_groups": 0.5},
+    ]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    first = diagnoses.recorded_first_step("python-helpers-hard", tmp_path)
+    assert first == {"grpo_no_signal": 0.25, "local_share": None, "runs": 1}
+    assert diagnoses.recorded_first_step("chain-4-16", tmp_path) is None

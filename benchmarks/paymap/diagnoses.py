@@ -95,13 +95,26 @@ RECORDED = {
 }
 
 
+#: A code regime setting's id prefix -> its comparison folders' (benchmarks/code_regime.py):
+#: react-pages-hard in regime-hard, its control react-pages-hard-random in regime-hard-random,
+#: python-helpers-hard in regime-python-hard.
+REGIME_FOLDERS = {"react-pages-": "regime-", "python-helpers-": "regime-python-"}
+
+
+def regime_folder(setting_id: str) -> str:
+    """The folder under the records of a code regime setting's comparison ("" if none)."""
+    for prefix, folder in REGIME_FOLDERS.items():
+        if setting_id.startswith(prefix):
+            return folder + setting_id.removeprefix(prefix)
+    return ""
+
+
 def recorded_first_step(setting_id: str, records: Path = RECORDS) -> dict | None:
     """GRPO's groups without signal and BoT's local share at the first training step of the
     setting's stored runs (the test seeds), where its records are kept."""
-    # else a code regime comparison: react-pages-hard in regime-hard, its control
-    # react-pages-hard-random in regime-hard-random
-    folder = records / RECORDED.get(setting_id, f"regime-{setting_id.removeprefix('react-pages-')}")
-    runs = sorted((folder / "runs").glob("*/metrics.jsonl")) if folder.is_dir() else []
+    name = RECORDED.get(setting_id, regime_folder(setting_id))
+    folder = records / name
+    runs = sorted((folder / "runs").glob("*/metrics.jsonl")) if name and folder.is_dir() else []
     zero, share = [], []
     for path in runs:
         for line in path.read_text().splitlines():

@@ -153,7 +153,14 @@ def _pays_or_ties(
             + "); BoT costs nothing extra, but expect no speedup"
         )
     return "bot (a smaller gain likely)", _why_between(
-        rule, votes, said, no_signal=no_signal, solved=solved, share=share, bot_none=bot_none
+        rule,
+        votes,
+        said,
+        no_signal=no_signal,
+        solved=solved,
+        share=share,
+        bot_none=bot_none,
+        credit=credit,
     )
 
 
@@ -166,9 +173,11 @@ def _why_between(
     solved: float,
     share: float,
     bot_none: float,
+    credit: float = 0.0,
 ) -> str:
     """Why a diagnosis sits between the settings where BoT paid and where it tied: the figures
-    that disagree, or what held back a figure that says BoT pays."""
+    that disagree, what held back a figure that says BoT pays, or the separating figures that
+    lie between the two thresholds."""
     pays = " and ".join(said[n, v] for n, v in votes.items() if v == "pays")
     ties = " and ".join(said[n, v] for n, v in votes.items() if v == "ties")
     if pays and ties:
@@ -197,6 +206,33 @@ def _why_between(
             "where BoT led from those where it tied (docs/results/where-bot-pays.md, rules 1-3); "
             "measured settings nearby are listed below, and a short comparison on your task "
             "settles it"
+        )
+    elif any(v == "between" for v in votes.values()):
+        ranges = {
+            "grpo_no_signal": (
+                f"{no_signal:.0%} of GRPO's groups carry no signal at step 0",
+                f"BoT tied (up to {rule.get('ties_below_no_signal', 0.15):.0%})",
+                f"it paid (from {rule.get('pays_from_no_signal', 0.4):.0%})",
+            ),
+            "solved": (
+                f"{solved:.0%} of rollouts solve their problem at step 0",
+                f"BoT paid (up to {rule.get('pays_up_to_solved', 0.0):.0%})",
+                f"it tied (from {rule.get('ties_from_solved', 1.0):.0%})",
+            ),
+            "outcome_credit": (
+                f"{credit:.0%} of rollouts earn outcome credit at step 0 (score above a typical "
+                "failed attempt)",
+                f"BoT paid (up to {rule.get('pays_up_to_credit', 0.0):.0%})",
+                f"it tied (from {rule.get('ties_from_credit', 1.0):.0%})",
+            ),
+        }
+        return (
+            " and ".join(
+                f"{text}: between the settings where {one} and those where {other}"
+                for name, (text, one, other) in ranges.items()
+                if votes.get(name) == "between"
+            )
+            + "; measured settings nearby are listed below"
         )
     else:
         clause = (

@@ -301,7 +301,7 @@ def test_python_points_not_chosen_yet_say_how_to_choose_them(tmp_path, extra):
     else:
         assert "the python middle point is not chosen yet" in lines[0]
         assert (
-            "--task python --point middle --warm-start-only --candidates 0.3 0.2 0.1 0.05"
+            "--task python --point middle --warm-start-only --candidates 0.3 0.2 0.15 0.1"
             in lines[0]
         )
     assert list(tmp_path.iterdir()) == []

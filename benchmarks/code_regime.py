@@ -6,10 +6,10 @@ starts of the flawed teacher: React pages of 25-40 lines (``--task react``,
 
 The points differ only in the teacher's slip rate, chosen by the warm start's sampled compile
 rate alone, before any RL run (about 5%, 12% and 30%; docs/results/code-regime.md says how).
-Each point is one `botgrpo compare` from its own warm start (the React ones shipped as
-``warm:react-pages-<point>``; ``--point P --warm-start-only`` rebuilds one, ``--candidates``
-builds the warm starts the points are chosen among, ``--device cuda`` on a GPU; the python
-middle point is chosen once its candidate is built):
+Each point is one `botgrpo compare` from its own warm start (shipped as
+``warm:react-pages-<point>`` and ``warm:python-helpers-<point>``; ``--point P
+--warm-start-only`` rebuilds one, ``--candidates`` builds the warm starts the points are chosen
+among, ``--device cuda`` on a GPU):
 
 1. the hardest React point: grpo and bot each at the rate a validation sweep chose
    (``--rates``, ``--sweep-seeds`` seeds of the validation stream, never the reported
@@ -88,8 +88,9 @@ FAMILIES = {
     "python": Family(
         "python:helpers=3",
         # by the warm starts' sampled compile rates (docs/results/code-regime.md): hard 0.2
-        # (7.4%; 0.3 gave 1.4%, and every lower slip rate compiles more), easy 0.1 (29.8%)
-        {"hard": 0.2, "easy": 0.1},
+        # (7.4%; 0.3 gave 1.4%, and every lower slip rate compiles more), middle 0.15 (16.3%),
+        # easy 0.1 (29.8%)
+        {"hard": 0.2, "middle": 0.15, "easy": 0.1},
         "python-helpers",
         "python functions of 3 helpers",
         # 0.15 added for the middle point once 0.2 and 0.1 gave 7.4% and 29.8%; 0.05, added when

@@ -289,22 +289,37 @@ def test_the_extra_arms_belong_to_the_hardest_point(tmp_path):
 
 
 @pytest.mark.parametrize("extra", [[], ["--warm-start-only"], ["--keep-resume"], ["--report-only"]])
-def test_python_points_not_chosen_yet_say_how_to_choose_them(tmp_path, extra):
-    """The python points are chosen by their warm starts' sampled compile rate: until they are,
-    every mode that needs one names the command that builds the candidates."""
-    done = run_script("--task", "python", "--point", "middle", "--out", str(tmp_path), *extra)
-    assert done.returncode == 2
-    lines = done.stderr.strip().splitlines()
+def test_a_point_not_chosen_yet_says_how_to_choose_it(tmp_path, monkeypatch, capsys, extra):
+    """A family's points are chosen by their warm starts' sampled compile rate: until one is,
+    every mode that needs it names the command that builds the candidates, in one line, and
+    writes nothing."""
+    import dataclasses
+
+    script = load_script()
+    python = script.FAMILIES["python"]
+    monkeypatch.setitem(script.FAMILIES, "python", dataclasses.replace(python, points={}))
+    out = tmp_path / "records"
+    argv = ["code_regime.py", "--task", "python", "--point", "middle", "--out", str(out), *extra]
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as done:
+        script.main()
+    assert done.value.code == 2
+    lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1, lines
     if extra == ["--report-only"]:
         assert "no finished comparison in" in lines[0] and "regime-python-middle" in lines[0]
     else:
+        rates = " ".join(f"{r:g}" for r in python.candidates)
         assert "the python middle point is not chosen yet" in lines[0]
-        assert (
-            "--task python --point middle --warm-start-only --candidates 0.3 0.2 0.15 0.1"
-            in lines[0]
-        )
-    assert list(tmp_path.iterdir()) == []
+        assert f"--task python --point middle --warm-start-only --candidates {rates}" in lines[0]
+    assert not out.exists()
+
+
+def test_every_python_point_is_chosen_among_its_candidates():
+    """The shipped points come from the candidates' warm starts, each its own slip rate."""
+    python = load_script().FAMILIES["python"]
+    assert set(python.points.values()) <= set(python.candidates)
+    assert len(set(python.points.values())) == len(python.points)
 
 
 def test_the_sweeps_figure_reads_every_arm_finished_or_not(tmp_path):

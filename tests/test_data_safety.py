@@ -368,3 +368,30 @@ def test_an_unreadable_resume_point_starts_over_in_one_line(tmp_path, content, c
     assert _resume(tmp_path, model, opt, random.Random(0), recent) == 0
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "unreadable: starting over" in err
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_comparisons_run_ends_its_worker_at_once(tmp_path):
+    """The runs' workers ignore SIGINT (the command ends them): an interrupted comparison
+    terminates the running worker and exits, not waiting for the run to reach its end."""
+    args = ["--task", "chain", "--methods", "grpo", "--seeds", "1", "--steps", "100000"]
+    args += ["--workers", "1", "--eval-every", "100000", "--out-dir", str(tmp_path)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "botgrpo.cli", "compare", *args, "--name", "long"],
+        env=ENV,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    started = tmp_path / "long" / "runs"
+    deadline = time.time() + 600  # a hang guard, not a speed target
+    while (
+        time.time() < deadline and proc.poll() is None and not any(started.glob("*/started.json"))
+    ):
+        time.sleep(0.2)
+    assert proc.poll() is None and any(started.glob("*/started.json"))
+    time.sleep(2)
+    proc.send_signal(signal.SIGINT)
+    # before the fix this waited for the 100000-step run
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "interrupted" in err, err
+    assert "Traceback" not in err, err

@@ -139,8 +139,10 @@ def run_all(specs: list[RunSpec], workers: int, progress: bool, desc: str) -> No
 def _end_workers(pool: ProcessPoolExecutor) -> None:
     """Cancel what has not started and end the running workers (their runs are unfinished: a
     resumed comparison restarts them)."""
+    # read before the shutdown, which forgets them (a later wait would last the runs' length)
+    processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
+    for process in processes:
         if process.is_alive():
             process.terminate()
 

@@ -26,6 +26,7 @@ MODULES = [
     "botgrpo.rewards.verifiers.python_diagnostics",
     "botgrpo.rewards.verifiers.symbolic",
     "botgrpo.viz",
+    "botgrpo.harness.flags",
     "botgrpo.harness.resume",
     "botgrpo.trl.presets",
     "botgrpo.tasks.reward",

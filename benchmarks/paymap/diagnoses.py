@@ -60,10 +60,13 @@ def measure(setting: Setting, records: Path, prompts: int) -> dict:
         verdict_noise=setting.verdict_noise,
         step_verifier=setting.step_verifier,
         progress=False,
+        flag_sample=0,
     )
     print(f"where_bot_pays: diagnosing {setting.id}", flush=True)
     result = diagnose(cfg)
     result.pop("examples", None)
+    result.pop("flags", None)
+    result.pop("flag_sample", None)
     records.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=2, default=str))
     return result

@@ -6,6 +6,7 @@
     botgrpo warm-start [--task chain] [--retrain] [--package NAME]
     botgrpo summarize runs/NAME [runs/OTHER ...] [--methods grpo bot@2e-4] [--out DIR]
     botgrpo diagnose --task chain [--model warm:chain] [--prompts 64] [--json]
+    botgrpo check-flags runs/diagnose [--json]
     botgrpo real-model [smollm2-135m-instruct] [--force] [--list]
 
 Each subcommand owns its parser (``train`` uses TRL's ``TrlParser``); new subcommands register
@@ -59,6 +60,12 @@ def _diagnose(argv: Sequence[str]) -> int:
     return diagnose_main(argv)
 
 
+def _check_flags(argv: Sequence[str]) -> int:
+    from botgrpo.harness.cli import check_flags_main
+
+    return check_flags_main(argv)
+
+
 def _real_model(argv: Sequence[str]) -> int:
     from botgrpo.models.real import real_model_main
 
@@ -79,13 +86,17 @@ COMMANDS: dict[str, tuple[str, Callable[[Sequence[str]], int]]] = {
         "before a long run: will BoT pay on this task and model? figures and advice",
         _diagnose,
     ),
+    "check-flags": (
+        "a hand check of diagnose's flagged steps: is your verifier precise enough?",
+        _check_flags,
+    ),
     "real-model": ("fetch and convert a real pretrained model (real:NAME), no hub", _real_model),
 }
 
 
 def _usage() -> str:
     lines = ["usage: botgrpo <command> [options]", "", "commands:"]
-    lines += [f"  {name:<10} {help_}" for name, (help_, _) in COMMANDS.items()]
+    lines += [f"  {name:<11} {help_}" for name, (help_, _) in COMMANDS.items()]
     lines += ["", "botgrpo <command> --help shows a command's options."]
     return "\n".join(lines)
 

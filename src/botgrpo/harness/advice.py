@@ -369,6 +369,34 @@ def _sentence(text: str) -> str:
     return text if text.endswith(".") else text + "."
 
 
+def _flags_note(result: dict) -> list[str]:
+    """Where the sampled flags are, and (with no reference verdicts) how to check them."""
+    sample = result.get("flag_sample") or {}
+    if not sample.get("sampled"):
+        return []
+    n, of = sample["sampled"], sample["of"]
+    if result["verdicts"].get("flags_right") is not None:
+        return [
+            "",
+            f"{n} of the {of} flagged steps are in flags.jsonl, each with the reference's "
+            "verdict (`reference_wrong`).",
+        ]
+    rule = load_map()["rule"]
+    threshold = rule.get("min_flags_right")
+    where = (
+        f" (BoT lost its lead on the map wherever under {threshold:.0%} of the flags were on "
+        "wrong steps)"
+        if threshold is not None
+        else ""
+    )
+    return [
+        "",
+        f"The verdicts were not checked against a reference: {n} of the {of} flagged steps "
+        'are in flags.jsonl. Mark each `"wrong": true` or `false` by hand and run '
+        f"`botgrpo check-flags` on this folder for the flags' precision{where}.",
+    ]
+
+
 def render_diagnosis(result: dict) -> str:
     """The diagnosis in words and a table, as the command prints it."""
     f, v, c = result["figures"], result["verdicts"], result["costs"]
@@ -442,6 +470,7 @@ def render_diagnosis(result: dict) -> str:
             f"| training state, BoT vs PPO with a critic (bf16, AdamW) | "
             f"{c['bot_state_gib']:.2f} vs {c['ppo_state_gib']:.2f} GiB |"
         )
+    lines += _flags_note(result)
     beats = _value(f, "shortcut_beats")
     if beats is not None and beats >= SHORTCUT_PAYS and "example" in shortcut:
         lines += [

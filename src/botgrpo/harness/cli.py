@@ -330,6 +330,7 @@ def diagnose_main(argv: Sequence[str]) -> int:
     from botgrpo.folders import atomic_write_text, check_folder_kind, command_line, own_folder
     from botgrpo.harness.advice import advise, plot_diagnosis, render_diagnosis
     from botgrpo.harness.diagnose import DiagnoseConfig, RewardFailed, diagnose, plan
+    from botgrpo.harness.flags import FLAGS_FILE, write_flags
 
     parser = one_line_parser_errors(
         argparse.ArgumentParser(
@@ -360,7 +361,9 @@ def diagnose_main(argv: Sequence[str]) -> int:
     except RewardFailed as err:
         raise UsageError(f"a reward function failed on the sampled rollouts: {err}") from err
     result["advice"] = advise(result)
+    flags = result.pop("flags")
     with own_folder(folder, "diagnosis", command_line(), what="the diagnosis folder"):
+        write_flags(folder / FLAGS_FILE, flags)
         atomic_write_text(folder / "diagnosis.json", json.dumps(result, indent=2, default=str))
         report = render_diagnosis(result)
         atomic_write_text(folder / "diagnosis.md", report)
@@ -370,4 +373,35 @@ def diagnose_main(argv: Sequence[str]) -> int:
     else:
         print(report)
         print(f"\nfigures: {folder / 'diagnosis.json'}\nplot:    {folder / 'diagnosis.png'}")
+        if flags:
+            print(f"flags:   {folder / FLAGS_FILE} (a hand check: botgrpo check-flags)")
+    return 0
+
+
+def check_flags_main(argv: Sequence[str]) -> int:
+    """``botgrpo check-flags``: the flags' precision from a hand check of diagnose's sample."""
+    import json
+
+    from botgrpo.harness.advice import load_map
+    from botgrpo.harness.flags import FLAGS_FILE, check_flags, read_checked, render_check
+
+    parser = one_line_parser_errors(
+        argparse.ArgumentParser(
+            prog="botgrpo check-flags",
+            description="Read your hand marks in the flagged steps that `botgrpo diagnose` "
+            f'sampled ({FLAGS_FILE}: set "wrong" to true or false on each line you checked) '
+            "and print the share that are really wrong, the flags' precision, with a 95% "
+            "Wilson interval, against the lowest share at which BoT kept its lead on the map "
+            "of where BoT pays (docs/diagnose.md). Writes nothing.",
+        )
+    )
+    parser.add_argument("path", help=f"a diagnosis folder or its {FLAGS_FILE}")
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    args = parser.parse_args(list(argv))
+    try:
+        marks, unmarked = read_checked(Path(args.path))
+    except (ValueError, OSError) as err:
+        raise UsageError(" ".join(str(err).split())) from err
+    result = check_flags(marks, unmarked, load_map()["rule"])
+    print(json.dumps(result, indent=2) if args.json else render_check(result))
     return 0

@@ -24,6 +24,7 @@ from botgrpo.harness.diagnosis import (
     verdict_figures,
     with_intervals,
 )
+from botgrpo.harness.flags import sample_flags
 
 
 @dataclass
@@ -77,10 +78,15 @@ class DiagnoseConfig:
     shortcut_probe: bool = True
     """Score short pieces of each prompt's first failed rollout with the same reward (the
     shortcut probe: does a snippet outscore the model's attempts?); false skips it."""
+    flag_sample: int = 100
+    """Flagged steps (judged wrong) drawn at random into flags.jsonl for a hand check of the
+    verifier with ``botgrpo check-flags`` (docs/diagnose.md); 0 writes none."""
 
     def __post_init__(self) -> None:
         if not self.task and not self.config:
             raise ValueError("give --task SPEC or --config RECIPE.yaml: what to diagnose")
+        if self.flag_sample < 0:
+            raise ValueError(f"flag_sample must be >= 0 (0 writes none), got {self.flag_sample}")
         if self.prompts < 2:
             raise ValueError(f"prompts must be >= 2 (an interval needs groups), got {self.prompts}")
         if self.k is not None and self.k < 2:
@@ -318,6 +324,14 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
             bar.close()
     scored = _score(rollouts, p.reward_funcs, p)
     reference = _score(rollouts, p.reference_funcs, p).verdicts if p.reference_funcs else None
+    flags, n_flags = sample_flags(
+        rollouts,
+        scored,
+        lambda ids: tokenizer.decode(ids, skip_special_tokens=True),
+        cfg.flag_sample,
+        cfg.seed,
+        reference,
+    )
     sums = group_figures(scored, rollouts.group_B)
     shortcut = _shortcut(rollouts, scored, tokenizer, p) if cfg.shortcut_probe else {}
     if "sums" in shortcut:
@@ -347,6 +361,8 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
             **_state_memory(model),
         },
         "examples": rollouts.texts[:3],
+        "flag_sample": {"sampled": len(flags), "of": n_flags},
+        "flags": flags,
     }
     return result
 

@@ -164,6 +164,8 @@ class Scored:
         seconds: wall time of the scoring calls, one per reward function.
         scored_B: bool [B], whether any reward function scored the rollout (one none scores
             gets outcome 0 and no tokens, as in training).
+        steps: per rollout, the step index of each token from the reward that gave
+            ``verdicts`` (-1 outside any step; None where it gave none).
     """
 
     outcome_B: torch.Tensor
@@ -173,6 +175,7 @@ class Scored:
     verdicts: list[list[int] | None]
     seconds: list[float] = field(default_factory=list)
     scored_B: torch.Tensor | None = None
+    steps: list[list[int] | None] = field(default_factory=list)
 
 
 def score_rollouts(
@@ -207,6 +210,7 @@ def score_rollouts(
     names = [getattr(f, "__name__", type(f).__name__) for f in reward_funcs]
     outcomes_BF, seconds = [], []
     verdicts: list[list[int] | None] = [None] * n
+    steps: list[list[int] | None] = [None] * n
     solved: list[bool | None] = [None] * n
     for slot, func in enumerate(reward_funcs):
         start = time.perf_counter()
@@ -230,6 +234,7 @@ def score_rollouts(
             raw = entry.info.get("raw_verdicts")
             if verdicts[i] is None and raw is not None:
                 verdicts[i] = [int(v) for v in raw]
+                steps[i] = None if entry.steps is None else entry.steps.tolist()
             if solved[i] is None and "solved" in entry.info:
                 solved[i] = bool(entry.info["solved"])
     matrix = torch.tensor(
@@ -254,6 +259,7 @@ def score_rollouts(
         verdicts,
         seconds,
         ~torch.isnan(matrix).all(dim=1),
+        steps,
     )
 
 

@@ -583,6 +583,9 @@ def test_diagnose_on_the_shipped_chain_warm_start(tmp_path, capsys):
     assert "share of the first token's return" in out
     # a chain answer cut short has no final answer: it scores as a failed one, never above
     assert f["shortcut_beats"]["value"] == 0.0 and "below a short answer" in out
+    # the task's own verdicts: its flags are written for reading, with nothing to check
+    assert result["exact_verdicts"] and "exact by construction" in out
+    assert (folder / "flags.jsonl").read_text().count("\n") == result["flag_sample"]["sampled"]
 
 
 BROKEN = textwrap.dedent(

@@ -174,7 +174,7 @@ def test_marking_the_sample_as_the_reference_does_gives_diagnoses_precision(tmp_
     folder = tmp_path / "diagnose"
     result = json.loads((folder / "diagnosis.json").read_text())
     entries = [json.loads(line) for line in (folder / "flags.jsonl").read_text().splitlines()]
-    assert "flags" not in result
+    assert "flags" not in result and not result["exact_verdicts"]
     assert result["flag_sample"] == {"sampled": len(entries), "of": len(entries)}
     assert len(entries) > 50
     for e in entries:  # a chain step is one keyed line of its completion

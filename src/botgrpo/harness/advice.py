@@ -375,6 +375,12 @@ def _flags_note(result: dict) -> list[str]:
     if not sample.get("sampled"):
         return []
     n, of = sample["sampled"], sample["of"]
+    if result.get("exact_verdicts"):
+        return [
+            "",
+            f"The verdicts are the built-in task's own, exact by construction; {n} of its {of} "
+            "flagged steps are in flags.jsonl, for reading.",
+        ]
     if result["verdicts"].get("flags_right") is not None:
         return [
             "",

@@ -361,10 +361,20 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
             **_state_memory(model),
         },
         "examples": rollouts.texts[:3],
+        "exact_verdicts": _exact_verdicts(cfg),
         "flag_sample": {"sampled": len(flags), "of": n_flags},
         "flags": flags,
     }
     return result
+
+
+def _exact_verdicts(cfg: DiagnoseConfig) -> bool:
+    """Whether the verdicts are a built-in task's own (exact by construction): no noise put in,
+    no learned verifier, no recipe's or user's reward functions."""
+    from botgrpo.tasks import BUILTIN_TASKS
+
+    kind = cfg.task.split(":", 1)[0].strip()
+    return kind in BUILTIN_TASKS and not (cfg.verdict_noise or cfg.step_verifier or cfg.config)
 
 
 def _bar(cfg: DiagnoseConfig, total: int):

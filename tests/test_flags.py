@@ -11,36 +11,38 @@ import torch
 from botgrpo.cli import main
 from botgrpo.harness.diagnosis import Rollouts, Scored
 from botgrpo.harness.flags import (
-    _char_span,
     check_flags,
-    flagged_runs,
+    penalised_line_runs,
     read_checked,
     sample_flags,
+    show_flag,
+    step_token_runs,
     wilson,
 )
+from botgrpo.tiny import build_char_tokenizer
+
+TOK = build_char_tokenizer()
 
 
-def _chars(ids):
-    return "".join(chr(i) for i in ids)
-
-
-def test_flagged_runs_follow_the_step_verdicts_where_steps_are_given():
+def test_step_flags_follow_the_step_verdicts():
     steps = [-1, 0, 0, 0, -1, 1, 1, -1, 2, 2]
-    # the local signal is ignored when steps and verdicts say where the flags are
-    assert flagged_runs([0.0] * 10, steps, [-1, 1, -1]) == [(1, 4, 0), (8, 10, 2)]
-    assert flagged_runs([0.0] * 10, steps, [1, 1, 1]) == []
+    assert step_token_runs(steps, [-1, 1, -1]) == [(1, 4, 0), (8, 10, 2)]
+    assert step_token_runs(steps, [1, 1, 1]) == []
     # a verdict on a step with no token of its own (cut off) has no span
-    assert flagged_runs([0.0] * 4, [0, 0, 1, 1], [1, 1, -1]) == []
+    assert step_token_runs([0, 0, 1, 1], [1, 1, -1]) == []
 
 
-def test_without_steps_a_flag_is_a_run_of_one_negative_value():
-    local = [0.0, -0.5, -0.5, -0.25, 0.0, 0.5, -0.5]
-    assert flagged_runs(local, None, None) == [(1, 3, None), (3, 4, None), (6, 7, None)]
-    assert flagged_runs([0.1, 0.0], None, None) == []
+def test_without_steps_a_flag_is_a_lines_run_of_negative_values():
+    # values that vary along a line (a per-token PRM score) stay one flag; a run that goes on
+    # into the next line (two adjacent wrong steps of one value, Eq. 8) splits at the break
+    local = [0.0, -0.5, -0.25, -0.75, 0.0, -0.5, -0.5, -0.5, 0.5, -0.5]
+    lines = [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]
+    assert penalised_line_runs(local, lines) == [(1, 4), (5, 6), (6, 8), (9, 10)]
+    assert penalised_line_runs([0.1, 0.0], [0, 0]) == []
 
 
-def _batch(texts, local_rows, steps=None, verdicts=None, k=2):
-    ids = [[ord(c) for c in t] for t in texts]
+def _batch(texts, local_rows, *, steps=None, spans=None, verdicts=None, k=2):
+    ids = [TOK(t).input_ids for t in texts]
     width = max(map(len, ids))
     local_BT = torch.zeros(len(texts), width, dtype=torch.float64)
     for i, row in enumerate(local_rows):
@@ -58,49 +60,78 @@ def _batch(texts, local_rows, steps=None, verdicts=None, k=2):
         torch.zeros(len(texts), dtype=torch.float64),
         local_BT,
         local_BT != 0,
-        torch.tensor([False, True] * (len(texts) // 2)),
+        torch.tensor([i % 2 == 1 for i in range(len(texts))]),
         verdicts or [None] * len(texts),
         steps=steps or [],
+        spans=spans or [],
     )
     return rollouts, scored
 
 
-def test_the_sample_carries_the_flagged_text_its_lines_and_the_reference():
-    texts = ["x = 1\ny = x +\nz = 3", "ab\ncd"]
-    steps = [[0] * 6 + [1] * 8 + [2] * 5, [0, 0, 0, 1, 1]]
-    rollouts, scored = _batch(texts, [[0.0] * 19, [0.0] * 5], steps, [[1, -1, -1], [-1, 1]])
-    entries, total = sample_flags(rollouts, scored, _chars, 10, reference=[[1, -1, 1], [1, 1]])
-    assert total == 3
+TEXTS = ["x = 1\ny = x +\nz = 3", "ab\ncd"]
+VERDICTS = [[1, -1, -1], [-1, 1]]
+
+
+@pytest.mark.parametrize("named", ["spans", "steps"])
+def test_the_sample_carries_the_flagged_step_its_lines_and_the_reference(named):
+    """A reward naming its verdicts' characters, or its tokens' steps: the same flags."""
+    where = {
+        "spans": {"spans": [[(0, 6), (6, 14), (14, 19)], [(0, 3), (3, 5)]]},
+        "steps": {"steps": [[0] * 6 + [1] * 8 + [2] * 5, [0, 0, 0, 1, 1]]},
+    }[named]
+    local = [[0.0] * 6 + [-0.25] * 8 + [0.0] * 5, [-0.5] * 3 + [0.0] * 2]
+    rollouts, scored = _batch(TEXTS, local, verdicts=VERDICTS, **where)
+    reference = [[1, -1, 1], [1, 1]]
+    entries, total, kind = sample_flags(rollouts, scored, TOK, 10, reference=reference)
+    assert (total, kind) == (3, "step")
     assert [e["flagged"] for e in entries] == ["y = x +\n", "z = 3", "ab\n"]
     assert [e["lines"] for e in entries] == ["y = x +", "z = 3", "ab"]
+    assert [e["penalty"] for e in entries] == [-2.0, 0.0, -1.5]
     assert [e["reference_wrong"] for e in entries] == [True, False, False]
     assert [e["prompt"] for e in entries] == ["p0", "p0", "p0"]
     assert all(e["wrong"] is None for e in entries)
-    # a smaller sample is a seeded draw of the same flags
-    some, total = sample_flags(rollouts, scored, _chars, 2, seed=3)
-    assert total == 3 and len(some) == 2
-    assert some == sample_flags(rollouts, scored, _chars, 2, seed=3)[0]
-    assert {e["flagged"] for e in some} <= {e["flagged"] for e in entries}
+    # a reference that judged other steps (another count) is not matched to these
+    entries, _, _ = sample_flags(rollouts, scored, TOK, 10, reference=[[1, -1], [1, 1]])
+    assert "reference_wrong" not in entries[0] and entries[2]["reference_wrong"] is False
 
 
-def test_a_users_token_penalties_without_steps_are_sampled_as_runs():
+def test_a_sample_spreads_over_the_rollouts_before_a_second_flag_from_any():
+    texts = ["a\nb\nc\nd", "e\nf", "g\nh"]
+    spans = [[(0, 2), (2, 4), (4, 6), (6, 7)], [(0, 2), (2, 3)], [(0, 2), (2, 3)]]
+    verdicts = [[-1, -1, -1, -1], [-1, 1], [1, -1]]
+    rollouts, scored = _batch(texts, [[0.0]] * 3, spans=spans, verdicts=verdicts, k=3)
+    for seed in range(5):
+        some, total, _ = sample_flags(rollouts, scored, TOK, 3, seed=seed)
+        assert total == 6 and sorted(e["rollout"] for e in some) == [0, 1, 2]
+        assert some == sample_flags(rollouts, scored, TOK, 3, seed=seed)[0]
+    everything, _, _ = sample_flags(rollouts, scored, TOK, 100)
+    assert len(everything) == 6
+
+
+def test_a_users_token_penalties_without_steps_are_sampled_as_line_runs():
     texts = ["good\nbad line\nok", "fine"]
-    local = [[0.0] * 5 + [-0.5] * 8 + [0.0] * 3, [0.0] * 4]
+    local = [[0.0] * 5 + [-0.5] * 9 + [-0.25] * 2, [0.0] * 4]
     rollouts, scored = _batch(texts, local)
-    entries, total = sample_flags(rollouts, scored, _chars, 10)
-    assert total == 1
-    assert entries[0]["flagged"] == "bad line" and entries[0]["lines"] == "bad line"
-    assert entries[0]["penalty"] == -4.0 and "reference_wrong" not in entries[0]
+    entries, total, kind = sample_flags(rollouts, scored, TOK, 10)
+    assert (total, kind) == (2, "line run")
+    assert [e["flagged"] for e in entries] == ["bad line\n", "ok"]
+    assert [e["lines"] for e in entries] == ["bad line", "ok"]
+    assert [e["penalty"] for e in entries] == [-4.5, -0.5]
+    assert "reference_wrong" not in entries[0]
+    assert sample_flags(rollouts, scored, TOK, 0)[:2] == ([], 2)
 
 
-def test_a_prefix_that_decodes_otherwise_still_finds_the_flagged_text():
-    def tidy(ids):  # a tokenizer that tidies " ." into "." when decoding
-        return _chars(ids).replace(" .", ".")
-
-    ids = [ord(c) for c in "ok .\nbad"]
-    text = tidy(ids)  # "ok.\nbad": the tokens before the flag decode to "ok ", no prefix of it
-    begin, end = _char_span(tidy, ids, 3, 8, text)
-    assert text[begin:end] == ".\nbad"
+def test_the_marking_prompt_shows_the_flagged_lines():
+    rollouts, scored = _batch(
+        TEXTS,
+        [[0.0] * 19, [0.0] * 5],
+        spans=[[(0, 6), (6, 14), (14, 19)], [(0, 3), (3, 5)]],
+        verdicts=VERDICTS,
+    )
+    entry = sample_flags(rollouts, scored, TOK, 1)[0][0]
+    shown = show_flag(entry, 1, 1).splitlines()
+    marked = [line for line in shown if line.startswith(">>")]
+    assert len(marked) == 1 and marked[0].endswith(entry["lines"])
 
 
 def test_wilson_interval():
@@ -175,7 +206,7 @@ def test_marking_the_sample_as_the_reference_does_gives_diagnoses_precision(tmp_
     result = json.loads((folder / "diagnosis.json").read_text())
     entries = [json.loads(line) for line in (folder / "flags.jsonl").read_text().splitlines()]
     assert "flags" not in result and not result["exact_verdicts"]
-    assert result["flag_sample"] == {"sampled": len(entries), "of": len(entries)}
+    assert result["flag_sample"] == {"sampled": len(entries), "of": len(entries), "kind": "step"}
     assert len(entries) > 50
     for e in entries:  # a chain step is one keyed line of its completion
         assert e["flagged"].strip() == e["lines"] and e["lines"] in e["completion"].splitlines()
@@ -186,3 +217,86 @@ def test_marking_the_sample_as_the_reference_does_gives_diagnoses_precision(tmp_
     check = json.loads(capsys.readouterr().out)
     assert check["flags_right"] == pytest.approx(result["verdicts"]["flags_right"])
     assert check["verdict"] == "fix the verifier first"  # 30% flipped: the map lost the lead
+
+
+def test_a_code_tasks_flag_is_the_flagged_line_not_its_decayed_neighbours():
+    """The python task spreads a line's penalty over the lines around it (w = 3); its flags are
+    the lines its verdicts judge wrong, one each."""
+    from botgrpo.harness.diagnosis import score_rollouts
+    from botgrpo.tasks.data import sample_examples
+    from botgrpo.tasks.functions import PythonFunctions
+    from botgrpo.tasks.reward import task_reward
+    from botgrpo.tasks.teacher import Teacher
+
+    task = PythonFunctions(helpers=3, teacher=Teacher())  # a teacher that never slips
+    ex = sample_examples(task, 1, "flags")[0]
+    good = task.demonstration(ex)
+    lines = good.split("\n")
+    at = next(k for k, line in enumerate(lines) if line.strip().startswith("return ") and k > 3)
+    lines[at] = lines[at].replace("return ", "return undefined_name + ", 1)
+    texts = [good, "\n".join(lines)]
+    ids = [TOK(t).input_ids for t in texts]
+    rollouts = Rollouts(
+        [ex.prompt],
+        {c: [v] for c, v in ex.to_row().items() if c != "prompt"},
+        ids,
+        texts,
+        [False, False],
+        2,
+        0.0,
+    )
+    scored = score_rollouts(rollouts, [task_reward(task, TOK)], w_g=3.0, w_s=0.5)
+    assert (scored.local_BT[1] < 0).sum() > len(lines[at])  # the penalty spreads past the line
+    entries, total, kind = sample_flags(rollouts, scored, TOK, 10)
+    assert scored.verdicts[0].count(-1) == 0 and scored.verdicts[1].count(-1) == 1
+    assert kind == "step" and total == 1
+    assert entries[0]["rollout"] == 1 and entries[0]["lines"] == lines[at]
+
+
+def test_a_new_diagnosis_keeps_a_folders_hand_marks(tmp_path, capsys):
+    folder = tmp_path / "diagnose"
+    folder.mkdir()
+    marked = _write(folder / "flags.jsonl", [{"wrong": True}, {"wrong": None}])
+    before = marked.read_text()
+    args = ["diagnose", "--task", "chain", "--prompts", "2", "--out-dir", str(tmp_path)]
+    assert main([*args, "--progress", "false"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds 1 hand marks" in err and "--name" in err
+    assert marked.read_text() == before and sorted(p.name for p in folder.iterdir()) == [
+        "flags.jsonl"
+    ]
+
+
+def test_marking_by_prompt_saves_each_answer_and_reads_the_check(tmp_path):
+    """`check-flags --mark` in a real process, answered on its stdin: y, n, an unknown answer
+    asked again, s, then the input ends (a stop)."""
+    import subprocess
+    import sys
+
+    rows = [
+        {
+            "rollout": k,
+            "prompt": "p",
+            "completion": f"a\nstep {k}\nb",
+            "flagged": f"step {k}",
+            "lines": f"step {k}",
+            "chars": [2, 8],
+            "penalty": -0.5,
+            "wrong": None,
+        }
+        for k in range(5)
+    ]
+    path = _write(tmp_path / "flags.jsonl", rows)
+    run = subprocess.run(
+        [sys.executable, "-m", "botgrpo.cli", "check-flags", str(tmp_path), "--mark"],
+        input="y\nn\nmaybe\ny\ns\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    assert ">>   2  step 0" in run.stdout and "flag 1 of 5" in run.stdout
+    assert "3 flags marked; 2 left unmarked" in run.stdout
+    assert "2 of 3 checked flags are on wrong steps" in run.stdout
+    marks = [json.loads(line)["wrong"] for line in path.read_text().splitlines()]
+    assert marks == [True, False, True, None, None]

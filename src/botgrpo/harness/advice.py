@@ -371,35 +371,50 @@ def _sentence(text: str) -> str:
 
 def _flags_note(result: dict) -> list[str]:
     """Where the sampled flags are, and (with no reference verdicts) how to check them."""
-    sample = result.get("flag_sample") or {}
-    if not sample.get("sampled"):
+    sample = result.get("flag_sample")
+    if not sample or result.get("exact_verdicts"):
+        if sample and sample.get("sampled"):
+            return [
+                "",
+                "The verdicts are the built-in task's own, exact by construction; "
+                f"{sample['sampled']} of its {sample['of']} flagged steps are in flags.jsonl, "
+                "for reading.",
+            ]
         return []
+    if not sample.get("sampled"):
+        if not sample.get("of"):
+            return [
+                "",
+                "The reward flagged no step (no raw verdict of -1 and no negative local "
+                "value): no flags to check.",
+            ]
+        return []  # --flag-sample 0
     n, of = sample["sampled"], sample["of"]
-    if result.get("exact_verdicts"):
-        return [
-            "",
-            f"The verdicts are the built-in task's own, exact by construction; {n} of its {of} "
-            "flagged steps are in flags.jsonl, for reading.",
-        ]
+    unit = (
+        " (read off the token values: each line's run of penalised tokens; return "
+        'TokenReward(steps=...) or info["verdict_spans"] beside info["raw_verdicts"] for '
+        "step flags)"
+        if sample.get("kind") == "line run"
+        else ""
+    )
     if result["verdicts"].get("flags_right") is not None:
         return [
             "",
-            f"{n} of the {of} flagged steps are in flags.jsonl, each with the reference's "
-            "verdict (`reference_wrong`).",
+            f"{n} of the {of} flagged steps{unit} are in flags.jsonl, each with the "
+            "reference's verdict (`reference_wrong`) where it judged the same steps.",
         ]
-    rule = load_map()["rule"]
-    threshold = rule.get("min_flags_right")
+    threshold = load_map()["rule"].get("min_flags_right")
     where = (
-        f" (BoT lost its lead on the map wherever under {threshold:.0%} of the flags were on "
-        "wrong steps)"
+        f": BoT lost its lead on the map wherever under {threshold:.0%} of the flags were on "
+        "wrong steps, and the advice above assumes they are precise enough"
         if threshold is not None
         else ""
     )
     return [
         "",
-        f"The verdicts were not checked against a reference: {n} of the {of} flagged steps "
-        'are in flags.jsonl. Mark each `"wrong": true` or `false` by hand and run '
-        f"`botgrpo check-flags` on this folder for the flags' precision{where}.",
+        f"The verdicts were not checked against a reference: {n} of the {of} flagged "
+        f"steps{unit} are in flags.jsonl. Mark them by hand and run `botgrpo check-flags` on "
+        f"this folder for the flags' precision{where}.",
     ]
 
 

@@ -330,7 +330,7 @@ def diagnose_main(argv: Sequence[str]) -> int:
     from botgrpo.folders import atomic_write_text, check_folder_kind, command_line, own_folder
     from botgrpo.harness.advice import advise, plot_diagnosis, render_diagnosis
     from botgrpo.harness.diagnose import DiagnoseConfig, RewardFailed, diagnose, plan
-    from botgrpo.harness.flags import FLAGS_FILE, write_flags
+    from botgrpo.harness.flags import FLAGS_FILE, check_no_marks, write_flags
 
     parser = one_line_parser_errors(
         argparse.ArgumentParser(
@@ -340,7 +340,8 @@ def diagnose_main(argv: Sequence[str]) -> int:
             "and measure what GRPO and BoT would get at step 0 (groups without signal, the "
             "local signal's share, the verdicts against the outcome), with 95% intervals; "
             "then where those figures sit among the settings measured in docs/results, and "
-            "what to try. Writes OUT_DIR/NAME/diagnosis.json, .md and .png.",
+            "what to try. Writes OUT_DIR/NAME/diagnosis.json, .md and .png, and flags.jsonl (a "
+            "sample of the flagged steps to check by hand with `botgrpo check-flags`).",
         )
     )
     add_dataclass_arguments(parser, DiagnoseConfig)
@@ -353,6 +354,7 @@ def diagnose_main(argv: Sequence[str]) -> int:
         check_writable_folder(folder, "the diagnosis folder")
         check_outside_owned(cfg.out_dir, "--out-dir")
         check_folder_kind(folder, "diagnosis", what="the diagnosis folder")
+        check_no_marks(folder / FLAGS_FILE)
         planned = plan(cfg)
     except (ValueError, OSError) as err:
         raise UsageError(" ".join(str(err).split())) from err
@@ -363,7 +365,10 @@ def diagnose_main(argv: Sequence[str]) -> int:
     result["advice"] = advise(result)
     flags = result.pop("flags")
     with own_folder(folder, "diagnosis", command_line(), what="the diagnosis folder"):
-        write_flags(folder / FLAGS_FILE, flags)
+        if flags:
+            write_flags(folder / FLAGS_FILE, flags)
+        else:  # an unmarked sample of an earlier diagnosis would not belong to this one
+            (folder / FLAGS_FILE).unlink(missing_ok=True)
         atomic_write_text(folder / "diagnosis.json", json.dumps(result, indent=2, default=str))
         report = render_diagnosis(result)
         atomic_write_text(folder / "diagnosis.md", report)
@@ -383,7 +388,13 @@ def check_flags_main(argv: Sequence[str]) -> int:
     import json
 
     from botgrpo.harness.advice import load_map
-    from botgrpo.harness.flags import FLAGS_FILE, check_flags, read_checked, render_check
+    from botgrpo.harness.flags import (
+        FLAGS_FILE,
+        check_flags,
+        mark_flags,
+        read_checked,
+        render_check,
+    )
 
     parser = one_line_parser_errors(
         argparse.ArgumentParser(
@@ -397,9 +408,19 @@ def check_flags_main(argv: Sequence[str]) -> int:
     )
     parser.add_argument("path", help=f"a diagnosis folder or its {FLAGS_FILE}")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument(
+        "--mark",
+        action="store_true",
+        help="first show each unmarked flag and ask whether it is wrong (y/n/s/q); the file "
+        "is saved after every answer",
+    )
     args = parser.parse_args(list(argv))
+    path = Path(args.path).expanduser()
     try:
-        marks, unmarked = read_checked(Path(args.path))
+        if args.mark:
+            made, left = mark_flags(path, input, print)
+            print(f"\n{made} flags marked; {left} left unmarked.\n")
+        marks, unmarked = read_checked(path)
     except (ValueError, OSError) as err:
         raise UsageError(" ".join(str(err).split())) from err
     result = check_flags(marks, unmarked, load_map()["rule"])

@@ -70,7 +70,8 @@ class DiagnoseConfig:
     out_dir: str = "runs"
     """Parent folder of the diagnosis folder."""
     name: str = "diagnose"
-    """The diagnosis folder's name: diagnosis.json, diagnosis.md and diagnosis.png there."""
+    """The diagnosis folder's name: diagnosis.json, diagnosis.md, diagnosis.png and flags.jsonl
+    there."""
     json: bool = False
     """Print the figures as JSON on stdout instead of the report."""
     progress: bool = True
@@ -79,8 +80,9 @@ class DiagnoseConfig:
     """Score short pieces of each prompt's first failed rollout with the same reward (the
     shortcut probe: does a snippet outscore the model's attempts?); false skips it."""
     flag_sample: int = 100
-    """Flagged steps (judged wrong) drawn at random into flags.jsonl for a hand check of the
-    verifier with ``botgrpo check-flags`` (docs/diagnose.md); 0 writes none."""
+    """Flagged steps (judged wrong) drawn at random, one per rollout first, into flags.jsonl for
+    a hand check of the verifier with ``botgrpo check-flags`` (docs/diagnose.md); 0 writes
+    none."""
 
     def __post_init__(self) -> None:
         if not self.task and not self.config:
@@ -324,13 +326,8 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
             bar.close()
     scored = _score(rollouts, p.reward_funcs, p)
     reference = _score(rollouts, p.reference_funcs, p).verdicts if p.reference_funcs else None
-    flags, n_flags = sample_flags(
-        rollouts,
-        scored,
-        lambda ids: tokenizer.decode(ids, skip_special_tokens=True),
-        cfg.flag_sample,
-        cfg.seed,
-        reference,
+    flags, n_flags, flag_kind = sample_flags(
+        rollouts, scored, tokenizer, cfg.flag_sample, cfg.seed, reference
     )
     sums = group_figures(scored, rollouts.group_B)
     shortcut = _shortcut(rollouts, scored, tokenizer, p) if cfg.shortcut_probe else {}
@@ -362,7 +359,7 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
         },
         "examples": rollouts.texts[:3],
         "exact_verdicts": _exact_verdicts(cfg),
-        "flag_sample": {"sampled": len(flags), "of": n_flags},
+        "flag_sample": {"sampled": len(flags), "of": n_flags, "kind": flag_kind},
         "flags": flags,
     }
     return result

@@ -166,6 +166,8 @@ class Scored:
             gets outcome 0 and no tokens, as in training).
         steps: per rollout, the step index of each token from the reward that gave
             ``verdicts`` (-1 outside any step; None where it gave none).
+        spans: per rollout, the characters (start, end) of each verdict's step in the
+            decoded completion, where that reward names them (``info["verdict_spans"]``).
     """
 
     outcome_B: torch.Tensor
@@ -176,6 +178,7 @@ class Scored:
     seconds: list[float] = field(default_factory=list)
     scored_B: torch.Tensor | None = None
     steps: list[list[int] | None] = field(default_factory=list)
+    spans: list[list[tuple[int, int]] | None] = field(default_factory=list)
 
 
 def score_rollouts(
@@ -211,6 +214,7 @@ def score_rollouts(
     outcomes_BF, seconds = [], []
     verdicts: list[list[int] | None] = [None] * n
     steps: list[list[int] | None] = [None] * n
+    spans: list[list[tuple[int, int]] | None] = [None] * n
     solved: list[bool | None] = [None] * n
     for slot, func in enumerate(reward_funcs):
         start = time.perf_counter()
@@ -235,6 +239,8 @@ def score_rollouts(
             if verdicts[i] is None and raw is not None:
                 verdicts[i] = [int(v) for v in raw]
                 steps[i] = None if entry.steps is None else entry.steps.tolist()
+                named = entry.info.get("verdict_spans")
+                spans[i] = None if named is None else [(int(a), int(b)) for a, b in named]
             if solved[i] is None and "solved" in entry.info:
                 solved[i] = bool(entry.info["solved"])
     matrix = torch.tensor(
@@ -260,6 +266,7 @@ def score_rollouts(
         seconds,
         ~torch.isnan(matrix).all(dim=1),
         steps,
+        spans,
     )
 
 

@@ -9,9 +9,12 @@ diagnose writes a seeded sample of the flagged spans to ``flags.jsonl`` (:func:`
 mark each ``"wrong": true`` or ``false`` by hand, and ``botgrpo check-flags`` reads the share
 marked wrong with its 95% Wilson interval against the map (:func:`check_flags`).
 
-A flagged span is a judged step whose verdict is -1 (a reward that returns
-``TokenReward(steps=..., info={"raw_verdicts": ...})``, as every built-in task does), else a run
-of consecutive tokens with one and the same negative local signal w_s S_t.
+A flag is a step the verdicts judge wrong (-1): where the reward names each verdict's
+characters (``info["verdict_spans"]``, as every built-in task does) or each token's step
+(``TokenReward(steps=...)``) beside its ``info["raw_verdicts"]``, the flag is that step's text.
+A reward that gives only token values gets flags read off them: each line's run of tokens with
+a negative local value w_s S_t. Flags are drawn one per rollout first, so a sample spreads over
+as many completions as it can.
 """
 
 from __future__ import annotations
@@ -23,58 +26,53 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 #: The file of sampled flags in a diagnosis folder.
 FLAGS_FILE = "flags.jsonl"
 
 
-def flagged_runs(
-    local_T: Sequence[float], steps_T: Sequence[int] | None, verdicts: Sequence[int] | None
-) -> list[tuple[int, int, int | None]]:
-    """The flagged spans of one rollout as (start, end, step): token ranges [start, end).
+def step_token_runs(steps_T: Sequence[int], verdicts: Sequence[int]) -> list[tuple[int, int, int]]:
+    """The token range [start, end) of each step judged wrong (-1), with its index.
 
-    With a step index per token and the step verdicts, a span per step judged wrong (-1), its
-    tokens the step's; else, with no steps, a span per run of consecutive tokens carrying the
-    same negative local value (step None).
-
-    >>> flagged_runs([0, -1, -1, 0, -1], None, None)
-    [(1, 3, None), (4, 5, None)]
-    >>> flagged_runs([0, 0, 0, 0], [0, 0, 1, 1], [1, -1])
-    [(2, 4, 1)]
+    >>> step_token_runs([-1, 0, 0, 1, 1, -1, 2], [-1, 1, -1])
+    [(1, 3, 0), (6, 7, 2)]
     """
-    if steps_T is not None and verdicts is not None:
-        out = []
-        for s, verdict in enumerate(verdicts):
-            if verdict != -1:
-                continue
-            where = [t for t, step in enumerate(steps_T) if step == s]
-            if where:
-                out.append((where[0], where[-1] + 1, s))
-        return out
-    runs: list[tuple[int, int, int | None]] = []
+    out = []
+    for s, verdict in enumerate(verdicts):
+        if verdict != -1:
+            continue
+        where = [t for t, step in enumerate(steps_T) if step == s]
+        if where:  # a step with no token of its own (cut off) has no span
+            out.append((where[0], where[-1] + 1, s))
+    return out
+
+
+def penalised_line_runs(local_T: Sequence[float], line_T: Sequence[int]) -> list[tuple[int, int]]:
+    """Token ranges [start, end) of consecutive tokens with a negative local value, one range per
+    line at most (``line_T``: each token's line), whatever the values' sizes.
+
+    >>> penalised_line_runs([0, -1, -0.5, 0, -1, -1], [0, 0, 0, 0, 0, 1])
+    [(1, 3), (4, 5), (5, 6)]
+    """
+    runs: list[tuple[int, int]] = []
     t, n = 0, len(local_T)
     while t < n:
-        value = local_T[t]
-        if value < 0:
+        if local_T[t] < 0:
             end = t + 1
-            while end < n and local_T[end] == value:
+            while end < n and local_T[end] < 0 and line_T[end] == line_T[t]:
                 end += 1
-            runs.append((t, end, None))
+            runs.append((t, end))
             t = end
         else:
             t += 1
     return runs
 
 
-def _char_span(decode, ids: Sequence[int], start: int, end: int, text: str) -> tuple[int, int]:
-    """Where tokens [start, end) lie in the decoded completion ``text`` (character offsets)."""
-    head = decode(list(ids[:start]))
-    piece = decode(list(ids[start:end]))
-    if text.startswith(head):
-        begin = len(head)
-    else:  # a tokenizer whose prefix decodes differently (merged bytes): find the piece
-        found = text.find(piece.strip())
-        begin = found if found >= 0 else 0
-    return begin, min(len(text), begin + len(piece))
+def _token_lines(text: str, offsets_T2: np.ndarray) -> list[int]:
+    """Each token's line: the line breaks before its first character."""
+    breaks = np.cumsum([0] + [c == "\n" for c in text])
+    return [int(breaks[min(a, len(text))]) for a, _ in offsets_T2.tolist()]
 
 
 def _lines_around(text: str, begin: int, end: int) -> str:
@@ -91,47 +89,98 @@ def _prompt_text(prompt: Any) -> str:
     return str(users[-1] if users else prompt)
 
 
+def _spread(found: list[tuple], n: int, seed: int) -> list[tuple]:
+    """Up to ``n`` of ``found`` (tuples led by their rollout), drawn one per rollout before a
+    second from any, in a seeded random order."""
+    rng = random.Random(seed)
+    by_rollout: dict[int, list[tuple]] = {}
+    for f in found:
+        by_rollout.setdefault(f[0], []).append(f)
+    queues = list(by_rollout.values())
+    for q in queues:
+        rng.shuffle(q)
+    rng.shuffle(queues)
+    chosen: list[tuple] = []
+    while len(chosen) < n and queues:
+        chosen += [q.pop() for q in queues[: n - len(chosen)]]
+        queues = [q for q in queues if q]
+    return sorted(chosen)
+
+
 def sample_flags(
     rollouts,
     scored,
-    decode,
+    tokenizer,
     n: int,
     seed: int = 0,
     reference: list[list[int] | None] | None = None,
-) -> tuple[list[dict], int]:
-    """Up to ``n`` flagged spans drawn at random (seeded) from every rollout, and how many
-    there were. Each entry: the prompt, the completion, the flagged text and the lines holding
-    it, the penalty on its tokens (sum of w_s S_t; 0 where the reward does not pass the verdict
-    on, as the chain recipe past a rollout's first wrong step), whether the rollout solved its problem, the
-    reference's verdict where one was measured (``reference_wrong``), and ``"wrong": null`` for
-    the hand check."""
-    found = []
+) -> tuple[list[dict], int, str]:
+    """Up to ``n`` flags drawn from every rollout (seeded, one per rollout first), how many there
+    were, and what a flag is: ``"step"`` (the verdicts' own steps) or ``"line run"`` (read off
+    the token values). Each entry: the prompt, the completion (the reward's decoding of its
+    ids), the flagged text and the lines holding it, the penalty on its tokens (sum of w_s S_t;
+    0 where the reward does not pass the verdict on, as the chain recipe past a rollout's first
+    wrong step), whether the rollout solved its problem, the reference's verdict where one was
+    measured on the same steps (``reference_wrong``), and ``"wrong": null`` for the hand
+    check."""
+    from botgrpo.rewards.spans import offsets_from_ids
+
+    texts: dict[int, Any] = {}
+
+    def tokenized(i: int):
+        if i not in texts:
+            texts[i] = offsets_from_ids(tokenizer, rollouts.completion_ids[i])
+        return texts[i]
+
+    found, kinds = [], set()
     for i, ids in enumerate(rollouts.completion_ids):
+        verdicts = scored.verdicts[i]
+        spans = scored.spans[i] if scored.spans else None
         steps = scored.steps[i] if scored.steps else None
-        local = scored.local_BT[i, : len(ids)].tolist()
-        for start, end, step in flagged_runs(local, steps, scored.verdicts[i]):
-            found.append((i, start, end, step))
-    chosen = sorted(random.Random(seed).sample(found, min(n, len(found))))
+        if verdicts is not None and spans is not None and len(spans) == len(verdicts):
+            kinds.add("step")
+            found += [(i, "chars", a, b, s) for s, (a, b) in enumerate(spans) if verdicts[s] == -1]
+        elif verdicts is not None and steps is not None:
+            kinds.add("step")
+            found += [(i, "tokens", a, b, s) for a, b, s in step_token_runs(steps, verdicts)]
+        else:
+            local = scored.local_BT[i, : len(ids)].tolist()
+            if min(local, default=0.0) >= 0:
+                continue
+            kinds.add("line run")
+            tt = tokenized(i)
+            lines = _token_lines(tt.text, tt.offsets_T2)
+            found += [(i, "tokens", a, b, None) for a, b in penalised_line_runs(local, lines)]
     entries = []
-    for i, start, end, step in chosen:
-        ids, text = rollouts.completion_ids[i], rollouts.texts[i]
-        begin, stop = _char_span(decode, ids, start, end, text)
+    for i, unit, a, b, step in _spread(found, n, seed):
+        tt = tokenized(i)
+        offsets = tt.offsets_T2
+        if unit == "tokens":
+            begin, stop = int(offsets[a, 0]), int(offsets[b - 1, 1])
+            token_range = (a, b)
+        else:
+            begin, stop = a, b
+            inside = [t for t, (x, y) in enumerate(offsets.tolist()) if x < stop and y > begin]
+            token_range = (inside[0], inside[-1] + 1) if inside else (0, 0)
         entry = {
             "rollout": i,
             "prompt": _prompt_text(rollouts.prompts[i // rollouts.k]),
-            "completion": text,
-            "flagged": text[begin:stop],
-            "lines": _lines_around(text, begin, stop),
-            "tokens": [start, end],
-            "penalty": round(float(scored.local_BT[i, start:end].sum()), 6),
+            "completion": tt.text,
+            "flagged": tt.text[begin:stop],
+            "lines": _lines_around(tt.text, begin, stop),
+            "chars": [begin, stop],
+            "tokens": list(token_range),
+            "penalty": round(float(scored.local_BT[i, token_range[0] : token_range[1]].sum()), 6),
             "rollout_solved": bool(scored.solved_B[i]),
         }
         ref = reference[i] if reference is not None else None
-        if step is not None and ref is not None and step < len(ref) and ref[step] != 0:
+        same_steps = ref is not None and len(ref) == len(scored.verdicts[i] or ())
+        if step is not None and same_steps and ref[step] != 0:
             entry["reference_wrong"] = ref[step] == -1
         entry["wrong"] = None
         entries.append(entry)
-    return entries, len(found)
+    kind = " and ".join(sorted(kinds)) if kinds else "none"
+    return entries, len(found), kind
 
 
 def write_flags(path: Path, entries: list[dict]) -> None:
@@ -140,9 +189,26 @@ def write_flags(path: Path, entries: list[dict]) -> None:
     atomic_write_text(path, "".join(json.dumps(e) + "\n" for e in entries))
 
 
-def read_checked(path: Path) -> tuple[list[bool], int]:
-    """The hand marks of a flags file: the ``wrong`` values set to true or false, and how many
-    entries are still unmarked (null). Raises ValueError naming the line of a bad entry."""
+def check_no_marks(path: Path) -> None:
+    """Raise ValueError when ``path`` holds hand marks a new diagnosis would overwrite."""
+    if not path.is_file():
+        return
+    marked = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            marked += json.loads(line).get("wrong") is not None
+        except (json.JSONDecodeError, AttributeError):
+            continue
+    if marked:
+        raise ValueError(
+            f"{path} holds {marked} hand marks that a new diagnosis would overwrite: move it "
+            "away, or give another --name"
+        )
+
+
+def read_entries(path: Path) -> list[dict]:
+    """The entries of a flags file (a diagnosis folder or its flags.jsonl). Raises ValueError
+    naming the line of a bad entry."""
     if path.is_dir():
         path = path / FLAGS_FILE
     if not path.is_file():
@@ -150,8 +216,12 @@ def read_checked(path: Path) -> tuple[list[bool], int]:
             f"{path} does not exist: give a diagnosis folder or its {FLAGS_FILE} "
             "(botgrpo diagnose writes it)"
         )
-    marks, unmarked = [], 0
-    for number, line in enumerate(path.read_text().splitlines(), 1):
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path} is not UTF-8 text ({err.reason}): not a flags file") from err
+    entries = []
+    for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
@@ -160,21 +230,86 @@ def read_checked(path: Path) -> tuple[list[bool], int]:
             raise ValueError(f"{path}, line {number}: not JSON ({err.msg})") from err
         if not isinstance(entry, dict) or "wrong" not in entry:
             raise ValueError(f'{path}, line {number}: no "wrong" field: not a flags file')
-        wrong = entry["wrong"]
-        if wrong is None:
-            unmarked += 1
-        elif isinstance(wrong, bool):
-            marks.append(wrong)
-        else:
+        if entry["wrong"] is not None and not isinstance(entry["wrong"], bool):
             raise ValueError(
-                f'{path}, line {number}: "wrong" is {json.dumps(wrong)}: set it to true (the '
-                "flagged step is wrong), false (it is right) or leave it null"
+                f'{path}, line {number}: "wrong" is {json.dumps(entry["wrong"])}: set it to '
+                "true (the flagged step is wrong), false (it is right) or leave it null"
             )
-    if not marks:
+        entries.append(entry)
+    if not entries:
         raise ValueError(
-            f'{path}: no flag is marked yet: set "wrong" to true or false on the lines you checked'
+            f"{path} holds no flags: the verifier judged no step wrong, or diagnose ran with "
+            "--flag-sample 0"
         )
-    return marks, unmarked
+    return entries
+
+
+def read_checked(path: Path) -> tuple[list[bool], int]:
+    """The hand marks of a flags file: the ``wrong`` values set to true or false, and how many
+    entries are still unmarked (null). Raises ValueError naming the line of a bad entry."""
+    entries = read_entries(path)
+    marks = [e["wrong"] for e in entries if e["wrong"] is not None]
+    if not marks:
+        where = path / FLAGS_FILE if path.is_dir() else path
+        raise ValueError(
+            f'{where}: no flag is marked yet: run botgrpo check-flags --mark, or set "wrong" '
+            "to true or false on the lines you checked"
+        )
+    return marks, len(entries) - len(marks)
+
+
+def show_flag(entry: dict, number: int, total: int) -> str:
+    """One flag as the marking prompt shows it: the prompt, then the completion with its lines
+    numbered and the flagged lines led by ``>>``."""
+    text = entry["completion"]
+    begin, stop = entry.get("chars") or (0, 0)
+    out = [
+        f"--- flag {number} of {total} (rollout {entry['rollout']}, penalty "
+        f"{entry['penalty']:+.3f}) ---",
+        "prompt:",
+    ]
+    out += ["    " + line for line in str(entry["prompt"]).splitlines()]
+    out.append("completion:")
+    at = 0
+    for k, line in enumerate(text.split("\n"), 1):
+        end = at + len(line)
+        hit = stop > begin and begin <= end and stop > at
+        out.append(f"{'>>' if hit else '  '} {k:3d}  {line}")
+        at = end + 1
+    out.append(f"flagged: {entry['flagged'].strip()!r}")
+    return "\n".join(out)
+
+
+def mark_flags(path: Path, ask, say) -> tuple[int, int]:
+    """Walk the unmarked flags of ``path``, show each (``say``) and ask (``ask``: a prompt ->
+    an answer, EOFError to stop): y marks it wrong, n right, s skips it, q stops. The file is
+    rewritten after every mark, so stopping at any point keeps what was marked. Returns the
+    marks made and the flags left unmarked."""
+    from botgrpo.folders import atomic_write_text
+
+    if path.is_dir():
+        path = path / FLAGS_FILE
+    entries = read_entries(path)
+    todo = [k for k, e in enumerate(entries) if e["wrong"] is None]
+    made = 0
+    for number, k in enumerate(todo, 1):
+        say(show_flag(entries[k], number, len(todo)))
+        while True:
+            try:
+                answer = ask("Is the flagged step wrong? [y]es, [n]o, [s]kip, [q]uit: ")
+            except EOFError:
+                answer = "q"
+            answer = answer.strip().lower()[:1]
+            if answer in ("y", "n", "s", "q"):
+                break
+        if answer == "q":
+            break
+        if answer == "s":
+            continue
+        entries[k]["wrong"] = answer == "y"
+        made += 1
+        atomic_write_text(path, "".join(json.dumps(e) + "\n" for e in entries))
+    return made, sum(e["wrong"] is None for e in entries)
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:

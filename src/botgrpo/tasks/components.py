@@ -382,6 +382,7 @@ def make_react_task_reward(task, tokenizer: Any, config=None) -> Callable[..., l
             if "line_moves" in base.info:  # noisy lines: the verdicts the reward gave
                 raw = moved_verdicts(raw, base.info["line_moves"])
             info = {**base.info, "solved": score.solved, "raw_verdicts": raw, **score.metrics}
+            info["verdict_spans"] = [(v.start, v.end) for v in score.steps]
             out.append(TokenReward(outcome=base.outcome + bonus, local=base.local, info=info))
             scores.append(score)
         times = {"extract": t1 - t0, "check": t2 - t1, "score": time.perf_counter() - t2}

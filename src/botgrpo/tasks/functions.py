@@ -430,6 +430,7 @@ def make_python_task_reward(task, tokenizer: Any, config=None) -> Callable[..., 
             if "line_moves" in base.info:  # noisy lines: the verdicts the reward gave
                 raw = moved_verdicts(raw, base.info["line_moves"])
             info = {**base.info, "solved": score.solved, "raw_verdicts": raw, **score.metrics}
+            info["verdict_spans"] = [(v.start, v.end) for v in score.steps]
             out.append(TokenReward(outcome=base.outcome, local=base.local, info=info))
             scores.append(score)
         distinct = len({b.code for b, _, _ in parts if b is not None})

@@ -58,6 +58,7 @@ def score_to_token_reward(
         steps=signal.steps_T,
         info={
             "raw_verdicts": raw,
+            "verdict_spans": [(s.start, s.end) for s in score.steps],
             "verdicts": signal.verdicts,
             "answer": score.answer,
             "solved": score.solved,

@@ -400,10 +400,11 @@ def check_flags_main(argv: Sequence[str]) -> int:
         argparse.ArgumentParser(
             prog="botgrpo check-flags",
             description="Read your hand marks in the flagged steps that `botgrpo diagnose` "
-            f'sampled ({FLAGS_FILE}: set "wrong" to true or false on each line you checked) '
-            "and print the share that are really wrong, the flags' precision, with a 95% "
-            "Wilson interval, against the lowest share at which BoT kept its lead on the map "
-            "of where BoT pays (docs/diagnose.md). Writes nothing.",
+            f'sampled ({FLAGS_FILE}: --mark asks about each flag in turn, or set "wrong" to '
+            "true or false on each line you checked) and print the share that are really "
+            "wrong, the flags' precision, with a 95% Wilson interval, against the lowest share "
+            "at which BoT kept its lead on the map of where BoT pays (docs/diagnose.md). Writes "
+            "nothing, except the marks --mark asks for, into the file itself.",
         )
     )
     parser.add_argument("path", help=f"a diagnosis folder or its {FLAGS_FILE}")

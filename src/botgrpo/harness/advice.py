@@ -33,7 +33,7 @@ MOSTLY_WRONG = 0.5
 
 #: From this share of the sampled rollouts scoring below a short answer made of a failed
 #: attempt (the shortcut probe, :mod:`botgrpo.harness.shortcut`), the advice carries a caution.
-#: On the long React pages 0.93 (0.86-0.98) did, below one line of JSX on its own (a
+#: On the long React pages 0.89 (0.82-0.95) did, below one line of JSX on its own (a
 #: non-component snippet, -0.3, against -1 for a page that fails to compile), and a random-line
 #: run and a BoT run at twice the chosen rate learned such snippets; on react and python at
 #: their default settings 0.60 (0.54-0.66) and 0.59 (0.50-0.67) did, and none of react's 20

@@ -596,6 +596,24 @@ BROKEN = textwrap.dedent(
 )
 
 
+UNICODE_TASK = textwrap.dedent(
+    """
+    from botgrpo.tasks import load_task
+    from botgrpo.tasks.base import Example
+
+    class Uni(type(load_task("chain"))):
+        name = "uni"
+
+        def sample(self, rng):
+            ex = super().sample(rng)
+            return Example(ex.prompt.replace("+", "\u00d7"), ex.answer, ex.meta)
+
+    def uni():
+        return Uni()
+    """
+)
+
+
 @pytest.mark.parametrize(
     ("extra", "says"),
     [
@@ -605,6 +623,17 @@ BROKEN = textwrap.dedent(
         (["--prompts", "8"], "give --task SPEC or --config"),
         (["--task", "chain", "--config", "RECIPE_NO_REWARDS"], "reward_funcs is empty"),
         (
+            ["--task", "chain", "--config", "RECIPE_BROKEN"],
+            "would score with the task's own reward, not the recipe's reward_funcs",
+        ),
+        (["--task", "chain", "--w-s", "inf"], "w_s must be a finite number >= 0"),
+        (["--task", "chain", "--w-g", "0"], "w_g must be a finite number > 0"),
+        (["--task", "chain", "--w-g", "nan"], "w_g must be a finite number > 0"),
+        (["--task", "chain", "--seed", "-1"], "seed must be >= 0"),
+        (["--task", "chain", "--temperature", "inf"], "temperature must be a finite number"),
+        (["--task", "unimod:uni", "--model", "warm:chain"], "tokenizer cannot: '×'"),
+        (["--task", "chain", "--model", "EMPTY_DIR"], "the folder holds no model"),
+        (
             ["--config", "RECIPE_BROKEN", "--prompts", "2", "--k", "2", "--progress", "false"],
             "a reward function failed",
         ),
@@ -612,6 +641,8 @@ BROKEN = textwrap.dedent(
 )
 def test_bad_inputs_are_one_line_and_write_nothing(tmp_path, capsys, monkeypatch, extra, says):
     (tmp_path / "brokenmod.py").write_text(BROKEN)
+    (tmp_path / "unimod.py").write_text(UNICODE_TASK, encoding="utf-8")
+    (tmp_path / "EMPTY_DIR").mkdir()
     monkeypatch.syspath_prepend(str(tmp_path))
     recipes = {
         "RECIPE_NO_REWARDS": "model_name_or_path: warm:chain\ntask: chain\nreward_funcs: []\n",
@@ -624,6 +655,8 @@ def test_bad_inputs_are_one_line_and_write_nothing(tmp_path, capsys, monkeypatch
             path = tmp_path / f"{a}.yaml"
             path.write_text(recipes[a])
             a = str(path)
+        elif a == "EMPTY_DIR":
+            a = str(tmp_path / a)
         args.append(a)
     out = tmp_path / "out"
     assert main(["diagnose", *args, "--out-dir", str(out)]) == 2

@@ -95,17 +95,32 @@ def test_the_sample_carries_the_flagged_step_its_lines_and_the_reference(named):
     assert "reference_wrong" not in entries[0] and entries[2]["reference_wrong"] is False
 
 
-def test_a_sample_spreads_over_the_rollouts_before_a_second_flag_from_any():
+def test_a_sample_is_seeded_and_takes_every_flag_when_there_are_few():
     texts = ["a\nb\nc\nd", "e\nf", "g\nh"]
     spans = [[(0, 2), (2, 4), (4, 6), (6, 7)], [(0, 2), (2, 3)], [(0, 2), (2, 3)]]
     verdicts = [[-1, -1, -1, -1], [-1, 1], [1, -1]]
     rollouts, scored = _batch(texts, [[0.0]] * 3, spans=spans, verdicts=verdicts, k=3)
     for seed in range(5):
         some, total, _ = sample_flags(rollouts, scored, TOK, 3, seed=seed)
-        assert total == 6 and sorted(e["rollout"] for e in some) == [0, 1, 2]
+        assert total == 6 and len(some) == 3
         assert some == sample_flags(rollouts, scored, TOK, 3, seed=seed)[0]
     everything, _, _ = sample_flags(rollouts, scored, TOK, 100)
     assert len(everything) == 6
+
+
+def test_a_sample_weighs_every_flag_alike_so_the_marked_share_estimates_all_flags():
+    """One rollout holds 30 of the 40 flags: a uniform sample of 8 takes 6 from it on average,
+    where drawing one per rollout first would take at most 1 (and tilt the precision)."""
+    texts = ["\n".join("x" * 30), *["y"] * 10]
+    spans = [[(2 * j, 2 * j + 1) for j in range(30)], *[[(0, 1)]] * 10]
+    verdicts = [[-1] * 30, *[[-1]] * 10]
+    rollouts, scored = _batch(texts, [[0.0]] * 11, spans=spans, verdicts=verdicts, k=11)
+    from_heavy = []
+    for seed in range(300):
+        some, total, _ = sample_flags(rollouts, scored, TOK, 8, seed=seed)
+        assert total == 40 and len(some) == 8
+        from_heavy.append(sum(e["rollout"] == 0 for e in some))
+    assert 5.5 < sum(from_heavy) / len(from_heavy) < 6.5
 
 
 def test_a_users_token_penalties_without_steps_are_sampled_as_line_runs():
@@ -119,6 +134,19 @@ def test_a_users_token_penalties_without_steps_are_sampled_as_line_runs():
     assert [e["penalty"] for e in entries] == [-4.5, -0.5]
     assert "reference_wrong" not in entries[0]
     assert sample_flags(rollouts, scored, TOK, 0)[:2] == ([], 2)
+
+
+def test_step_spans_that_do_not_match_the_verdicts_are_not_used_and_said():
+    """Three verdicts with two character ranges: the ranges cannot be paired with the verdicts,
+    so the flags are read off the token values and the kind says why."""
+    texts = ["good\nbad line\nok", "fine"]
+    local = [[0.0] * 5 + [-0.5] * 9 + [0.0] * 2, [0.0] * 4]
+    rollouts, scored = _batch(
+        texts, local, spans=[[(0, 4), (5, 13)], [(0, 4)]], verdicts=[[1, -1, 1], [1]]
+    )
+    entries, total, kind = sample_flags(rollouts, scored, TOK, 10)
+    assert total == 1 and entries[0]["lines"] == "bad line"
+    assert kind.startswith("line run and step (1 rollouts' verdict_spans did not hold one")
 
 
 def test_the_marking_prompt_shows_the_flagged_lines():
@@ -166,6 +194,7 @@ def _write(path, rows):
     [
         (None, "does not exist"),
         (['{"wrong": true', {"wrong": None}], "line 1: not JSON"),
+        (['{"exact_verdicts": true,', '"flags_right": 0.5}'], "give a diagnosis folder or its"),
         ([{"wrong": True}, {"flagged": "x"}], 'line 2: no "wrong" field'),
         ([{"wrong": "yes"}], '"wrong" is "yes"'),
         ([{"wrong": None}, {"wrong": None}], "no flag is marked yet"),
@@ -300,3 +329,81 @@ def test_marking_by_prompt_saves_each_answer_and_reads_the_check(tmp_path):
     assert "2 of 3 checked flags are on wrong steps" in run.stdout
     marks = [json.loads(line)["wrong"] for line in path.read_text().splitlines()]
     assert marks == [True, False, True, None, None]
+
+
+def test_a_flags_file_saved_with_a_byte_order_mark_is_read(tmp_path, capsys):
+    path = tmp_path / "flags.jsonl"
+    path.write_text("".join(json.dumps({"wrong": w}) + "\n" for w in (True, False)), "utf-8-sig")
+    assert path.read_bytes()[:3] == b"\xef\xbb\xbf"
+    assert main(["check-flags", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checked"] == 2
+
+
+@pytest.mark.parametrize(
+    ("broken", "says"),
+    [
+        ({"prompt": None}, '"prompt"'),
+        ({"completion": 3}, '"completion"'),
+        ({"penalty": None}, '"penalty"'),
+        ({"chars": "x"}, '"chars"'),
+    ],
+)
+def test_marking_a_hand_edited_line_it_cannot_show_ends_in_one_line(
+    tmp_path, capsys, monkeypatch, broken, says
+):
+    good = {"rollout": 0, "prompt": "p", "completion": "a\nb", "chars": [0, 1], "penalty": -1}
+    bad = {**good, **broken}
+    if broken.get("prompt", "") is None:
+        bad.pop("prompt")
+    path = _write(tmp_path / "flags.jsonl", [{**good, "wrong": True}, {**bad, "wrong": None}])
+    before = path.read_text()
+    monkeypatch.setattr("builtins.input", lambda *a: "y")
+    assert main(["check-flags", str(path), "--mark"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "line 2" in err and says in err, err
+    assert path.read_text() == before
+
+
+def test_marking_with_json_keeps_stdout_for_the_json(tmp_path, capsys, monkeypatch):
+    row = {"rollout": 0, "prompt": "p", "completion": "a\nb", "chars": [2, 3], "penalty": -1}
+    path = _write(tmp_path / "flags.jsonl", [{**row, "wrong": None}] * 2)
+    monkeypatch.setattr("builtins.input", lambda *a: "n")
+    assert main(["check-flags", str(path), "--mark", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["checked"] == 2
+    assert "flag 1 of 2" in captured.err and "2 flags marked" in captured.err
+
+
+def test_the_check_says_when_the_flags_are_a_tasks_exact_verdicts(tmp_path, capsys):
+    _write(tmp_path / "flags.jsonl", [{"wrong": True}, {"wrong": False}])
+    (tmp_path / "diagnosis.json").write_text(json.dumps({"exact_verdicts": True}))
+    assert main(["check-flags", str(tmp_path)]) == 0
+    assert "exact by construction" in capsys.readouterr().out
+    (tmp_path / "diagnosis.json").write_text(json.dumps({"exact_verdicts": False}))
+    assert main(["check-flags", str(tmp_path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["exact_verdicts"] is False
+
+
+def test_a_diagnosis_does_not_replace_files_botgrpo_did_not_write(tmp_path, capsys):
+    folder = tmp_path / "diagnose"
+    folder.mkdir()
+    mine = folder / "diagnosis.md"
+    mine.write_text("my own notes\n")
+    args = ["diagnose", "--task", "chain", "--prompts", "2", "--out-dir", str(tmp_path)]
+    assert main([*args, "--progress", "false"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "holds diagnosis.md, which botgrpo did not" in err
+    assert mine.read_text() == "my own notes\n" and sorted(folder.iterdir()) == [mine]
+
+
+def test_the_report_says_when_spans_and_verdicts_disagree_in_number():
+    from botgrpo.harness.advice import _flags_note
+
+    kind = (
+        "line run (2 rollouts' verdict_spans did not hold one range per raw verdict and were "
+        "not used)"
+    )
+    sample = {"sampled": 3, "of": 3, "kind": kind}
+    note = " ".join(_flags_note({"flag_sample": sample, "verdicts": {}, "exact_verdicts": False}))
+    assert "2 rollouts' verdict_spans did not hold one range" in note
+    assert 'per verdict in info["raw_verdicts"]' in note

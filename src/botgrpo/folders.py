@@ -143,6 +143,21 @@ def check_folder_kind(
             )
 
 
+def check_no_foreign_files(path: str | Path, names: tuple[str, ...], what: str) -> None:
+    """:class:`FolderOwned` when ``path`` is a folder botgrpo did not write that already holds
+    one of the files ``names`` a command would replace or remove: those are the user's.
+    Creates nothing."""
+    path = Path(path).expanduser()
+    if folder_kind(path) is not None:
+        return
+    found = [name for name in names if (path / name).exists()]
+    if found:
+        raise FolderOwned(
+            f"{what} {path} holds {', '.join(found)}, which botgrpo did not write and would "
+            "replace: pick another folder"
+        )
+
+
 def check_outside_owned(path: str | Path, what: str) -> None:
     """:class:`FolderOwned` when ``path`` (a folder a command makes things in, such as
     compare's ``--out-dir`` with its ``.cache``) is, or lies inside, a folder botgrpo wrote of

@@ -276,10 +276,16 @@ def advise(result: dict, data: dict | None = None) -> dict:
     right_steps = verdicts.get("right_in_failed")
     if solved == 0.0 and (share == 0.0 or right_steps is None or right_steps < 0.1):
         choice = "warm start first"
+        if right_steps is None:
+            judged = "the reward returned no step verdicts to tell right steps by"
+        elif right_steps < 0.1:
+            judged = "almost no step is judged right"
+        else:
+            judged = "the local signal is zero on every token"
         why.append(
-            "no rollout solved its problem and almost no step is judged right: neither method "
-            "has behaviour to reinforce (RL re-weights what the model already does: see "
-            "docs/tasks.md on warm starts)"
+            f"no rollout solved its problem and {judged}: neither method has behaviour to "
+            "reinforce (RL re-weights what the model already does: see docs/tasks.md on warm "
+            "starts)"
         )
     elif (accuracy is not None and accuracy < rule.get("min_accuracy", 0.8)) or (
         false_alarm is not None and false_alarm > rule.get("max_false_alarm", 0.1)
@@ -390,13 +396,19 @@ def _flags_note(result: dict) -> list[str]:
             ]
         return []  # --flag-sample 0
     n, of = sample["sampled"], sample["of"]
+    kind = str(sample.get("kind", ""))
     unit = (
         " (read off the token values: each line's run of penalised tokens; return "
         'TokenReward(steps=...) or info["verdict_spans"] beside info["raw_verdicts"] for '
         "step flags)"
-        if sample.get("kind") == "line run"
+        if kind == "line run"
         else ""
     )
+    if "did not hold one range" in kind:  # the user's spans and verdicts disagree in number
+        unit = (
+            f" ({kind.split('(', 1)[1].rstrip(')')}: give one (start, end) in "
+            'info["verdict_spans"] per verdict in info["raw_verdicts"])'
+        )
     if result["verdicts"].get("flags_right") is not None:
         return [
             "",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -327,7 +328,13 @@ def diagnose_main(argv: Sequence[str]) -> int:
     """``botgrpo diagnose``: step-0 figures of a task or recipe on a model, and advice."""
     import json
 
-    from botgrpo.folders import atomic_write_text, check_folder_kind, command_line, own_folder
+    from botgrpo.folders import (
+        atomic_write_text,
+        check_folder_kind,
+        check_no_foreign_files,
+        command_line,
+        own_folder,
+    )
     from botgrpo.harness.advice import advise, plot_diagnosis, render_diagnosis
     from botgrpo.harness.diagnose import DiagnoseConfig, RewardFailed, diagnose, plan
     from botgrpo.harness.flags import FLAGS_FILE, check_no_marks, write_flags
@@ -355,6 +362,8 @@ def diagnose_main(argv: Sequence[str]) -> int:
         check_outside_owned(cfg.out_dir, "--out-dir")
         check_folder_kind(folder, "diagnosis", what="the diagnosis folder")
         check_no_marks(folder / FLAGS_FILE)
+        written = ("diagnosis.json", "diagnosis.md", "diagnosis.png", FLAGS_FILE)
+        check_no_foreign_files(folder, written, "the diagnosis folder")
         planned = plan(cfg)
     except (ValueError, OSError) as err:
         raise UsageError(" ".join(str(err).split())) from err
@@ -417,13 +426,35 @@ def check_flags_main(argv: Sequence[str]) -> int:
     )
     args = parser.parse_args(list(argv))
     path = Path(args.path).expanduser()
+    # with --json, stdout holds the JSON alone: the marking dialogue goes to stderr
+    talk = sys.stderr if args.json else sys.stdout
+
+    def ask(question: str) -> str:
+        talk.write(question)
+        talk.flush()
+        return input()
+
     try:
         if args.mark:
-            made, left = mark_flags(path, input, print)
-            print(f"\n{made} flags marked; {left} left unmarked.\n")
+            made, left = mark_flags(path, ask, lambda text: print(text, file=talk))
+            print(f"\n{made} flags marked; {left} left unmarked.\n", file=talk)
         marks, unmarked = read_checked(path)
     except (ValueError, OSError) as err:
         raise UsageError(" ".join(str(err).split())) from err
     result = check_flags(marks, unmarked, load_map()["rule"])
+    result["exact_verdicts"] = _diagnosed_exact(path)
     print(json.dumps(result, indent=2) if args.json else render_check(result))
     return 0
+
+
+def _diagnosed_exact(path: Path) -> bool | None:
+    """Whether the diagnosis beside a flags file judged with a task's exact verdicts (None where
+    no diagnosis.json lies beside it)."""
+    import json
+
+    folder = path if path.is_dir() else path.parent
+    try:
+        exact = json.loads((folder / "diagnosis.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return exact.get("exact_verdicts") if isinstance(exact, dict) else None

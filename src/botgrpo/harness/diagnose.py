@@ -10,6 +10,7 @@ docs/results and recommends).
 
 from __future__ import annotations
 
+import math
 import resource
 import time
 from dataclasses import dataclass
@@ -34,7 +35,9 @@ class DiagnoseConfig:
     task: str = ""
     """Task spec: a built-in name (chain, columns, react, python; options as
     react:sections=3), jsonl:PATH, reasoning_gym:DATASET or package.module:factory
-    (docs/tasks.md), scored by its own reward; or leave it empty and give config."""
+    (docs/tasks.md), scored by its own reward; or leave it empty and give config. Both: the
+    recipe's model and settings on the task (the recipe must train on a task with task_reward,
+    whose reward the task's replaces)."""
     config: str = ""
     """A `botgrpo train` YAML recipe: its model, data (task or dataset_name), reward_funcs,
     w_g, w_s, num_generations, temperature, max_completion_length and chat settings."""
@@ -80,7 +83,7 @@ class DiagnoseConfig:
     """Score short pieces of each prompt's first failed rollout with the same reward (the
     shortcut probe: does a snippet outscore the model's attempts?); false skips it."""
     flag_sample: int = 100
-    """Flagged steps (judged wrong) drawn at random, one per rollout first, into flags.jsonl for
+    """Flagged steps (judged wrong) drawn at random (each equally likely) into flags.jsonl for
     a hand check of the verifier with ``botgrpo check-flags`` (docs/diagnose.md); 0 writes
     none."""
 
@@ -95,10 +98,22 @@ class DiagnoseConfig:
             raise ValueError(
                 f"k must be >= 2: GRPO and BoT compare rollouts of one prompt, got {self.k}"
             )
-        if self.temperature is not None and not self.temperature > 0:
+        if self.temperature is not None and not 0 < self.temperature < math.inf:
             raise ValueError(
-                f"temperature must be > 0 (rollouts are sampled), got {self.temperature}"
+                f"temperature must be a finite number > 0 (rollouts are sampled), got "
+                f"{self.temperature}"
             )
+        for name, positive in (("w_g", True), ("w_s", False)):
+            value = getattr(self, name)
+            if value is not None and not (
+                math.isfinite(value) and (value > 0 if positive else value >= 0)
+            ):
+                raise ValueError(
+                    f"{name} must be a finite number {'> 0' if positive else '>= 0'}, as "
+                    f"botgrpo train asks, got {value}"
+                )
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
         if self.verdict_noise and self.step_verifier:
             raise ValueError("give verdict_noise or step_verifier, not both")
         if (self.verdict_noise or self.step_verifier) and not self.task:
@@ -140,9 +155,11 @@ def plan(cfg: DiagnoseConfig) -> Plan:
     user's mistake) before any model is loaded."""
     from transformers import AutoTokenizer
 
-    from botgrpo.models import resolve_model_path
+    from botgrpo.models import TINY_PREFIX, WARM_PREFIX, resolve_model_path
 
     recipe = _recipe(cfg.config) if cfg.config else None
+    if recipe is not None and cfg.task:
+        _check_task_replaces(recipe["args"], cfg.task)
     task_spec = cfg.task or (recipe["task"] if recipe else "")
     model = cfg.model or (recipe["model"] if recipe else _default_model(task_spec, cfg.out_dir))
     model_path = resolve_model_path(model)
@@ -172,9 +189,12 @@ def plan(cfg: DiagnoseConfig) -> Plan:
         from botgrpo.tasks.noise import clean_task, with_verdict_noise
         from botgrpo.tasks.reward import task_reward
 
-        judged = with_step_verifier(
-            with_verdict_noise(load_task(task_spec), cfg.verdict_noise), cfg.step_verifier
-        )
+        task = load_task(task_spec)
+        if model.startswith((TINY_PREFIX, WARM_PREFIX)):  # as botgrpo train checks
+            from botgrpo.tasks.vocabulary import check_tiny_vocabulary
+
+            check_tiny_vocabulary(task, other_model="diagnose --model")
+        judged = with_step_verifier(with_verdict_noise(task, cfg.verdict_noise), cfg.step_verifier)
         clean = clean_task(judged)
         examples = draw_prompts(clean, cfg.prompts, cfg.seed)
         prompts = [ex.prompt for ex in examples]
@@ -282,6 +302,25 @@ def _recipe(path: str) -> dict:
         "cache": config.cache_implementation or "dynamic",
         "reward_funcs": funcs,
     }
+
+
+def _check_task_replaces(args, task: str) -> None:
+    """--task with --config samples the task's prompts and scores them with the task's own
+    reward, keeping the recipe's model and settings; refuse it where the recipe trains on
+    something else, which the diagnosis would then silently not measure."""
+    from botgrpo.scoring.loading import TASK_REWARD
+
+    if not args.task:
+        raise ValueError(
+            f"--task {task!r} would replace the recipe's dataset_name {args.dataset_name!r} and "
+            f"its reward_funcs: drop --task to diagnose the recipe as it trains"
+        )
+    if list(args.reward_funcs) != [TASK_REWARD]:
+        raise ValueError(
+            f"--task {task!r} would score with the task's own reward, not the recipe's "
+            f"reward_funcs {list(args.reward_funcs)}: drop --task to diagnose the recipe as it "
+            "trains"
+        )
 
 
 def _recipe_rows(recipe: dict, cfg: DiagnoseConfig):

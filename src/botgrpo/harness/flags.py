@@ -13,8 +13,9 @@ A flag is a step the verdicts judge wrong (-1): where the reward names each verd
 characters (``info["verdict_spans"]``, as every built-in task does) or each token's step
 (``TokenReward(steps=...)``) beside its ``info["raw_verdicts"]``, the flag is that step's text.
 A reward that gives only token values gets flags read off them: each line's run of tokens with
-a negative local value w_s S_t. Flags are drawn one per rollout first, so a sample spreads over
-as many completions as it can.
+a negative local value w_s S_t. The sample is a simple random one of all the flags, so the
+share marked wrong estimates the precision over all of them (drawing one per rollout first would
+favour rollouts with few flags and tilt the estimate).
 """
 
 from __future__ import annotations
@@ -89,22 +90,12 @@ def _prompt_text(prompt: Any) -> str:
     return str(users[-1] if users else prompt)
 
 
-def _spread(found: list[tuple], n: int, seed: int) -> list[tuple]:
-    """Up to ``n`` of ``found`` (tuples led by their rollout), drawn one per rollout before a
-    second from any, in a seeded random order."""
-    rng = random.Random(seed)
-    by_rollout: dict[int, list[tuple]] = {}
-    for f in found:
-        by_rollout.setdefault(f[0], []).append(f)
-    queues = list(by_rollout.values())
-    for q in queues:
-        rng.shuffle(q)
-    rng.shuffle(queues)
-    chosen: list[tuple] = []
-    while len(chosen) < n and queues:
-        chosen += [q.pop() for q in queues[: n - len(chosen)]]
-        queues = [q for q in queues if q]
-    return sorted(chosen)
+def _uniform(found: list[tuple], n: int, seed: int) -> list[tuple]:
+    """Up to ``n`` of ``found``, a seeded simple random sample (every flag equally likely), in
+    their order."""
+    if len(found) <= n:
+        return list(found)
+    return sorted(random.Random(seed).sample(found, n))
 
 
 def sample_flags(
@@ -115,8 +106,7 @@ def sample_flags(
     seed: int = 0,
     reference: list[list[int] | None] | None = None,
 ) -> tuple[list[dict], int, str]:
-    """Up to ``n`` flags drawn from every rollout (seeded, one per rollout first), how many there
-    were, and what a flag is: ``"step"`` (the verdicts' own steps) or ``"line run"`` (read off
+    """Up to ``n`` flags drawn at random from all of them (seeded), how many there were, and what a flag is: ``"step"`` (the verdicts' own steps) or ``"line run"`` (read off
     the token values). Each entry: the prompt, the completion (the reward's decoding of its
     ids), the flagged text and the lines holding it, the penalty on its tokens (sum of w_s S_t;
     0 where the reward does not pass the verdict on, as the chain recipe past a rollout's first
@@ -132,12 +122,15 @@ def sample_flags(
             texts[i] = offsets_from_ids(tokenizer, rollouts.completion_ids[i])
         return texts[i]
 
-    found, kinds = [], set()
+    found, kinds, mismatched = [], set(), 0
     for i, ids in enumerate(rollouts.completion_ids):
         verdicts = scored.verdicts[i]
         spans = scored.spans[i] if scored.spans else None
         steps = scored.steps[i] if scored.steps else None
-        if verdicts is not None and spans is not None and len(spans) == len(verdicts):
+        if verdicts is not None and spans is not None and len(spans) != len(verdicts):
+            mismatched += 1
+            spans = None
+        if verdicts is not None and spans is not None:
             kinds.add("step")
             found += [(i, "chars", a, b, s) for s, (a, b) in enumerate(spans) if verdicts[s] == -1]
         elif verdicts is not None and steps is not None:
@@ -152,7 +145,7 @@ def sample_flags(
             lines = _token_lines(tt.text, tt.offsets_T2)
             found += [(i, "tokens", a, b, None) for a, b in penalised_line_runs(local, lines)]
     entries = []
-    for i, unit, a, b, step in _spread(found, n, seed):
+    for i, unit, a, b, step in _uniform(found, n, seed):
         tt = tokenized(i)
         offsets = tt.offsets_T2
         if unit == "tokens":
@@ -180,6 +173,11 @@ def sample_flags(
         entry["wrong"] = None
         entries.append(entry)
     kind = " and ".join(sorted(kinds)) if kinds else "none"
+    if mismatched:
+        kind += (
+            f" ({mismatched} rollouts' verdict_spans did not hold one range per raw verdict and "
+            "were not used)"
+        )
     return entries, len(found), kind
 
 
@@ -209,6 +207,11 @@ def check_no_marks(path: Path) -> None:
 def read_entries(path: Path) -> list[dict]:
     """The entries of a flags file (a diagnosis folder or its flags.jsonl). Raises ValueError
     naming the line of a bad entry."""
+    return [entry for _, entry in _numbered_entries(path)]
+
+
+def _numbered_entries(path: Path) -> list[tuple[int, dict]]:
+    """The entries of a flags file with their line numbers (see :func:`read_entries`)."""
     if path.is_dir():
         path = path / FLAGS_FILE
     if not path.is_file():
@@ -217,7 +220,7 @@ def read_entries(path: Path) -> list[dict]:
             "(botgrpo diagnose writes it)"
         )
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()  # an editor may add a BOM
     except UnicodeDecodeError as err:
         raise ValueError(f"{path} is not UTF-8 text ({err.reason}): not a flags file") from err
     entries = []
@@ -227,15 +230,21 @@ def read_entries(path: Path) -> list[dict]:
         try:
             entry = json.loads(line)
         except json.JSONDecodeError as err:
-            raise ValueError(f"{path}, line {number}: not JSON ({err.msg})") from err
+            raise ValueError(
+                f"{path}, line {number}: not JSON ({err.msg}): give a diagnosis folder or its "
+                f"{FLAGS_FILE}, one JSON object per line"
+            ) from err
         if not isinstance(entry, dict) or "wrong" not in entry:
-            raise ValueError(f'{path}, line {number}: no "wrong" field: not a flags file')
+            raise ValueError(
+                f'{path}, line {number}: no "wrong" field: not a flags file (give a diagnosis '
+                f"folder or its {FLAGS_FILE})"
+            )
         if entry["wrong"] is not None and not isinstance(entry["wrong"], bool):
             raise ValueError(
                 f'{path}, line {number}: "wrong" is {json.dumps(entry["wrong"])}: set it to '
                 "true (the flagged step is wrong), false (it is right) or leave it null"
             )
-        entries.append(entry)
+        entries.append((number, entry))
     if not entries:
         raise ValueError(
             f"{path} holds no flags: the verifier judged no step wrong, or diagnose ran with "
@@ -258,14 +267,36 @@ def read_checked(path: Path) -> tuple[list[bool], int]:
     return marks, len(entries) - len(marks)
 
 
+def _check_shown(entry: dict, where: str) -> None:
+    """ValueError naming the field of an entry that --mark cannot show."""
+    problems = []
+    if not isinstance(entry.get("completion"), str):
+        problems.append('"completion" (the completion\'s text)')
+    if "prompt" not in entry:
+        problems.append('"prompt"')
+    chars = entry.get("chars")
+    if chars is not None and not (
+        isinstance(chars, list) and len(chars) == 2 and all(type(c) is int for c in chars)
+    ):
+        problems.append('"chars" ([start, end] in the completion)')
+    penalty = entry.get("penalty", 0)
+    if isinstance(penalty, bool) or not isinstance(penalty, int | float):
+        problems.append('"penalty" (a number)')
+    if problems:
+        raise ValueError(
+            f"{where}: {', '.join(problems)} missing or malformed, which --mark shows: restore "
+            "the line as diagnose wrote it, or mark it in an editor"
+        )
+
+
 def show_flag(entry: dict, number: int, total: int) -> str:
     """One flag as the marking prompt shows it: the prompt, then the completion with its lines
     numbered and the flagged lines led by ``>>``."""
     text = entry["completion"]
     begin, stop = entry.get("chars") or (0, 0)
     out = [
-        f"--- flag {number} of {total} (rollout {entry['rollout']}, penalty "
-        f"{entry['penalty']:+.3f}) ---",
+        f"--- flag {number} of {total} (rollout {entry.get('rollout', '?')}, penalty "
+        f"{entry.get('penalty', 0):+.3f}) ---",
         "prompt:",
     ]
     out += ["    " + line for line in str(entry["prompt"]).splitlines()]
@@ -276,7 +307,7 @@ def show_flag(entry: dict, number: int, total: int) -> str:
         hit = stop > begin and begin <= end and stop > at
         out.append(f"{'>>' if hit else '  '} {k:3d}  {line}")
         at = end + 1
-    out.append(f"flagged: {entry['flagged'].strip()!r}")
+    out.append(f"flagged: {str(entry.get('flagged', text[begin:stop])).strip()!r}")
     return "\n".join(out)
 
 
@@ -289,8 +320,11 @@ def mark_flags(path: Path, ask, say) -> tuple[int, int]:
 
     if path.is_dir():
         path = path / FLAGS_FILE
-    entries = read_entries(path)
+    numbered = _numbered_entries(path)
+    entries = [entry for _, entry in numbered]
     todo = [k for k, e in enumerate(entries) if e["wrong"] is None]
+    for k in todo:
+        _check_shown(entries[k], f"{path}, line {numbered[k][0]}")
     made = 0
     for number, k in enumerate(todo, 1):
         say(show_flag(entries[k], number, len(todo)))
@@ -374,4 +408,10 @@ def render_check(result: dict) -> str:
         "check more flags": f"the interval holds {t:.2f}, the map's threshold "
         "(docs/results/where-bot-pays.md, rule 4): mark more flags to tell which side it is on",
     }[result["verdict"]]
-    return f"{head}.\nVerdict: {result['verdict']}: {says}."
+    out = f"{head}.\nVerdict: {result['verdict']}: {says}."
+    if result.get("exact_verdicts"):
+        out += (
+            "\nNote: these flags come from a built-in task's own verdicts, exact by "
+            "construction; the check measures the marking, not a verifier."
+        )
+    return out

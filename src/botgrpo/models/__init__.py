@@ -51,6 +51,15 @@ def resolve_model_path(name_or_path: str | None) -> str:
                 f"model_name_or_path {name_or_path!r}: no such folder; give a model folder, a hub "
                 "id, tiny:DIR, warm:NAME or real:NAME"
             )
+        folder = Path(name_or_path).expanduser()
+        if folder.is_dir() and not any(
+            (folder / name).is_file() for name in ("config.json", "adapter_config.json")
+        ):
+            raise ValueError(
+                f"model_name_or_path {name_or_path!r}: the folder holds no model (no "
+                "config.json); give a folder saved with save_pretrained, a hub id, tiny:DIR, "
+                "warm:NAME or real:NAME"
+            )
         return name_or_path
     from botgrpo.tiny import build_tiny_model
 

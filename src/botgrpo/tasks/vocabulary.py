@@ -11,9 +11,12 @@ from botgrpo.tasks.teacher import demonstrate
 from botgrpo.tiny import missing_characters
 
 
-def check_tiny_vocabulary(task: Task, n: int = 64) -> None:
+def check_tiny_vocabulary(
+    task: Task, n: int = 64, other_model: str = "compare --init-model"
+) -> None:
     """ValueError naming the characters of ``task``'s prompts, answers and demonstrations (``n``
-    problems of a stream of its own) that the tiny model's tokenizer cannot write."""
+    problems of a stream of its own) that the tiny model's tokenizer cannot write;
+    ``other_model`` names the option that picks another model."""
     rng = random.Random("vocabulary-check")
     texts = []
     for _ in range(n):
@@ -26,5 +29,5 @@ def check_tiny_vocabulary(task: Task, n: int = 64) -> None:
         raise ValueError(
             f"task {task.name!r} writes characters the tiny model's tokenizer cannot: {shown}"
             f"{more}; write the task in printable ASCII, or use a model whose tokenizer covers "
-            "them (compare --init-model)"
+            f"them ({other_model})"
         )

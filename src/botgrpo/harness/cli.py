@@ -442,19 +442,26 @@ def check_flags_main(argv: Sequence[str]) -> int:
     except (ValueError, OSError) as err:
         raise UsageError(" ".join(str(err).split())) from err
     result = check_flags(marks, unmarked, load_map()["rule"])
-    result["exact_verdicts"] = _diagnosed_exact(path)
+    result.update(_beside(path))
     print(json.dumps(result, indent=2) if args.json else render_check(result))
     return 0
 
 
-def _diagnosed_exact(path: Path) -> bool | None:
-    """Whether the diagnosis beside a flags file judged with a task's exact verdicts (None where
-    no diagnosis.json lies beside it)."""
+def _beside(path: Path) -> dict:
+    """What the diagnosis.json beside a flags file says of it: whether it judged with a task's
+    exact verdicts (``exact_verdicts``) and whether the file is the sample it wrote
+    (``same_diagnosis``); None for each where it cannot tell."""
     import json
+
+    from botgrpo.harness.flags import flags_digest, read_entries
 
     folder = path if path.is_dir() else path.parent
     try:
-        exact = json.loads((folder / "diagnosis.json").read_text(encoding="utf-8"))
+        diagnosis = json.loads((folder / "diagnosis.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    return exact.get("exact_verdicts") if isinstance(exact, dict) else None
+        diagnosis = None
+    if not isinstance(diagnosis, dict):
+        return {"exact_verdicts": None, "same_diagnosis": None}
+    digest = (diagnosis.get("flag_sample") or {}).get("digest")
+    same = None if digest is None else flags_digest(read_entries(path)) == digest
+    return {"exact_verdicts": diagnosis.get("exact_verdicts"), "same_diagnosis": same}

@@ -25,7 +25,7 @@ from botgrpo.harness.diagnosis import (
     verdict_figures,
     with_intervals,
 )
-from botgrpo.harness.flags import sample_flags
+from botgrpo.harness.flags import flags_digest, sample_flags
 
 
 @dataclass
@@ -398,7 +398,12 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
         },
         "examples": rollouts.texts[:3],
         "exact_verdicts": _exact_verdicts(cfg),
-        "flag_sample": {"sampled": len(flags), "of": n_flags, "kind": flag_kind},
+        "flag_sample": {
+            "sampled": len(flags),
+            "of": n_flags,
+            "kind": flag_kind,
+            "digest": flags_digest(flags),
+        },
         "flags": flags,
     }
     return result

@@ -181,6 +181,16 @@ def sample_flags(
     return entries, len(found), kind
 
 
+def flags_digest(entries: Sequence[dict]) -> str:
+    """A fingerprint of a sample of flags (each flag's rollout, characters and completion, in
+    order; not the hand marks), kept in diagnosis.json so that check-flags can tell a flags file
+    from another diagnosis."""
+    import hashlib
+
+    keys = [[e.get("rollout"), e.get("chars"), e.get("completion")] for e in entries]
+    return hashlib.sha256(json.dumps(keys).encode("utf-8")).hexdigest()[:16]
+
+
 def write_flags(path: Path, entries: list[dict]) -> None:
     from botgrpo.folders import atomic_write_text
 
@@ -409,6 +419,11 @@ def render_check(result: dict) -> str:
         "(docs/results/where-bot-pays.md, rule 4): mark more flags to tell which side it is on",
     }[result["verdict"]]
     out = f"{head}.\nVerdict: {result['verdict']}: {says}."
+    if result.get("same_diagnosis") is False:
+        out += (
+            "\nNote: these flags are not the sample the diagnosis.json beside them wrote (another "
+            "diagnosis's file, or lines added or removed): the check reads them as they are."
+        )
     if result.get("exact_verdicts"):
         out += (
             "\nNote: these flags come from a built-in task's own verdicts, exact by "

@@ -301,3 +301,15 @@ def test_a_code_regime_settings_first_steps_are_read_from_its_comparison(tmp_pat
     first = diagnoses.recorded_first_step("python-helpers-hard", tmp_path)
     assert first == {"grpo_no_signal": 0.25, "local_share": None, "runs": 1}
     assert diagnoses.recorded_first_step("chain-4-16", tmp_path) is None
+
+
+def test_a_tie_on_speed_that_led_over_the_run_says_so_and_a_bound_near_zero_keeps_its_side():
+    rule = load_part("rule")
+    render = load_part("render")
+    row = {"id": "x", "speedup": {"ratio": 0.99}, "auc_diff": {"mean": 0.019, "low": 0.0002}}
+    assert rule._tie(row) == "x 0.99x, ahead over the run (AUC +0.019)"
+    row["auc_diff"]["low"] = -0.001
+    assert rule._tie(row) == "x 0.99x"
+    entry = {"mean": 0.0192, "low": 0.00025, "high": 0.0382}
+    assert render._iv(entry, "+.3f") == "+0.019 (+0.0003-+0.038)"
+    assert render._iv({"mean": 0.0, "low": 0.0, "high": 0.01}, "+.3f") == "+0.000 (+0.000-+0.010)"

@@ -6,6 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 
 
+def _bound(x: float, fmt: str) -> str:
+    """An interval's end; one that rounds to zero without being zero gets a digit more, so the
+    side of zero it lies on shows (+0.0002, not +0.000)."""
+    text = f"{x:{fmt}}"
+    if x != 0 and float(text) == 0 and ".3f" in fmt:
+        text = f"{x:{fmt.replace('.3f', '.4f')}}"
+    return text
+
+
 def _iv(entry, fmt=".2f", suffix="") -> str:
     if entry is None:
         return "n/a"
@@ -14,7 +23,7 @@ def _iv(entry, fmt=".2f", suffix="") -> str:
         return "n/a"
     text = f"{value:{fmt}}{suffix}"
     if entry.get("low") is not None:
-        text += f" ({entry['low']:{fmt}}-{entry['high']:{fmt}})"
+        text += f" ({_bound(entry['low'], fmt)}-{_bound(entry['high'], fmt)})"
     return text
 
 
@@ -65,13 +74,19 @@ def render_map(data: dict) -> str:
     checks = data.get("advice_check", [])
     if checks:
         agree = sum(c["agrees"] for c in checks)
+        wrong = [c["id"] for c in checks if not c["agrees"]]
         lines += [
             "",
             f"diagnose's advice on each setting's own step-0 figures against what its "
             f"comparison measured (ahead / level / behind: an interval of the speedup or "
             f"the AUC difference above, around or below no difference): {agree} of "
-            f"{len(checks)} agree (a consistency check, not a test on new settings: the rule's "
-            "thresholds are read from these same settings).",
+            f"{len(checks)} agree. The rule's thresholds are read from these same settings, so "
+            "agreement is a consistency check, not a test on new settings"
+            + (
+                f"; where it disagrees ({', '.join(wrong)}) the rule does not describe the setting."
+                if wrong
+                else "."
+            ),
             "",
             "| setting | advice | measured | agrees |",
             "|---|---|---|---|",

@@ -56,6 +56,14 @@ def _separation(pays: list[dict], ties: list[dict]) -> dict:
     return out
 
 
+def _tie(row: dict) -> str:
+    """A tie as a basis names it: its speedup, and its AUC difference where that interval lies
+    above no difference (tied on speed, ahead over the run)."""
+    auc = row["auc_diff"]
+    over_run = f", ahead over the run (AUC {auc['mean']:+.3f})" if auc["low"] > 0 else ""
+    return f"{row['id']} {row['speedup']['ratio']:.2f}x{over_run}"
+
+
 def derive_rule(rows: list[dict]) -> dict:
     """The rule's thresholds from the measured settings (each clause lists its basis)."""
     exact = [r for r in rows if r["predictors"]["verdict_accuracy"] == 1.0 and r["w_s"] > 0]
@@ -83,7 +91,7 @@ def derive_rule(rows: list[dict]) -> dict:
         rule["local_share_basis"] = [f"{quietest['id']} {quietest['speedup']['ratio']:.2f}x"]
     if ties:
         rule["ties_below_no_signal"] = math.ceil(max(no_signal(r) for r in ties) * 100) / 100
-        rule["ties_basis"] = [f"{r['id']} {r['speedup']['ratio']:.2f}x" for r in ties]
+        rule["ties_basis"] = [_tie(r) for r in ties]
     if pays and ties:
         rule.update(_separation(pays, ties))
     if kept:

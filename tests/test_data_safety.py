@@ -212,8 +212,13 @@ def _comparison_folder(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("target", ["comparison", "run", "warm-start", "shipped"])
+@pytest.mark.parametrize(
+    "target",
+    ["comparison", "run", "warm-start", "shipped", "out-dir", "cache", "users-files"],
+)
 def test_train_refuses_an_output_dir_another_command_owns(tmp_path, capsys, target):
+    """Also the folder holding comparisons and their warm-start cache (marking it a training
+    would lock them away) and a folder of the user's own whose files a training would replace."""
     comparison = _comparison_folder(tmp_path / "runs" / "cmp")
     run = comparison / "runs" / "bot-lr0.0001-s0"
     run.mkdir()
@@ -223,11 +228,17 @@ def test_train_refuses_an_output_dir_another_command_owns(tmp_path, capsys, targ
     warm.mkdir(parents=True)
     for name in REQUIRED_FILES:
         (warm / name).write_text("{}")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "README.md").write_text("my notes\n")
     folder = {
         "comparison": comparison,
         "run": run,
         "warm-start": warm,
         "shipped": PACKAGED_DIR / "chain",
+        "out-dir": tmp_path / "runs",
+        "cache": tmp_path / "runs" / ".cache",
+        "users-files": mine,
     }[target]
     before = {p: p.stat().st_mtime_ns for p in folder.rglob("*")}
     code = main(["train", "--config", "recipes/chain_tiny_cpu.yaml", "--output_dir", str(folder)])

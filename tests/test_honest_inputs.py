@@ -122,6 +122,23 @@ def test_python_recipe_scores_crlf_code_as_lf(variant):
     assert lines[0] == lines[1] and len(lines[0]) == 2  # unused import (1), undefined y (3)
 
 
+def test_a_jsonl_prompt_with_two_answers_is_refused_naming_both_lines(tmp_path):
+    path = tmp_path / "p.jsonl"
+    rows = [{"prompt": "1+1=", "answer": 2}, {"prompt": "2+2=", "answer": 4}]
+    rows += [{"prompt": "1+1=", "answer": "2"}, {"prompt": "1+1=", "answer": 999}]
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    with pytest.raises(ValueError, match=r"p\.jsonl:4: the prompt of line 1 again, with another"):
+        load_task(f"jsonl:{path}")
+
+
+def test_a_module_of_ones_own_that_python_cannot_find_names_pythonpath(tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(["compare", "--task", "my_own_tasks_module:make", "--out-dir", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1 and "PYTHONPATH" in err, err
+    assert "pip install" not in err and not out.exists()
+
+
 def test_jsonl_tasks_read_bom_crlf_and_unicode_separators(tmp_path):
     rows = [
         {"prompt": "What is 2\u20282?", "answer": "4"},
@@ -135,11 +152,13 @@ def test_jsonl_tasks_read_bom_crlf_and_unicode_separators(tmp_path):
     assert prompts == {r["prompt"] for r in rows}
 
 
-def test_tiny_model_tasks_with_characters_it_cannot_write_are_refused(tmp_path, capsys):
+@pytest.mark.parametrize("odd_rows", [2000, 1])
+def test_tiny_model_tasks_with_characters_it_cannot_write_are_refused(tmp_path, capsys, odd_rows):
+    """Every row of a JSONL file is read, so one odd row among 900 is found too."""
     path = tmp_path / "p.jsonl"
-    path.write_text(
-        "\n".join(json.dumps({"prompt": f"{i} × 17 =", "answer": str(17 * i)}) for i in range(2000))
-    )
+    rows = [{"prompt": f"{i} + 17 =", "answer": str(17 + i)} for i in range(900)]
+    rows = [{"prompt": f"{i} × 17 =", "answer": str(17 * i)} for i in range(odd_rows)] + rows
+    path.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows))
     out = tmp_path / "out"
     code = main(["compare", "--task", f"jsonl:{path}", "--out-dir", str(out), "--seeds", "1"])
     err = capsys.readouterr().err.strip()
@@ -195,6 +214,13 @@ USER_TASKS = textwrap.dedent(
     class Raises(Base):
         def score(self, ex, completion):
             raise KeyError("answer")
+
+    class SampleRaises(Base):
+        def sample(self, rng):
+            raise RuntimeError("the data server is down")
+
+    def FactoryRaises():
+        raise RuntimeError("no data file")
     """
 )
 
@@ -218,6 +244,8 @@ def user_tasks(tmp_path, monkeypatch):
         ("Unseeded", "different problems for the same seed"),
         ("NanOutcome", "finite number"),
         ("Raises", "raised KeyError"),
+        ("SampleRaises", "loading it raised RuntimeError: the data server is down"),
+        ("FactoryRaises", "loading it raised RuntimeError: no data file"),
     ],
 )
 def test_a_broken_user_task_is_refused_before_any_folder(user_tasks, tmp_path, capsys, cls, says):

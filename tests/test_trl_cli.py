@@ -59,6 +59,30 @@ def test_cli_trains_the_cpu_recipe_for_two_steps(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        ("return [1.0] * (len(completions) - 1)", "returned 15 entries for 16 completions"),
+        ("raise KeyError('solution')", "raised KeyError on completion 0"),
+    ],
+)
+def test_a_reward_function_failing_mid_training_ends_in_one_line(tmp_path, body, says):
+    """What a reward returns is checked on the first batch it scores: a user's mistake there
+    ends `botgrpo train` in one line with exit status 2, not a traceback."""
+    (tmp_path / "myrewards.py").write_text(f"def bad(completions, **kwargs):\n    {body}\n")
+    out = tmp_path / "run"
+    cmd = [str(Path(sys.executable).parent / "botgrpo"), "train"]
+    cmd += ["--config", str(RECIPES / "chain_tiny_cpu.yaml"), "--output_dir", str(out)]
+    cmd += ["--max_steps", "1", "--per_device_train_batch_size", "16"]
+    cmd += ["--reward_funcs", "myrewards:bad"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1", "PYTHONPATH": "."}
+    done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    err = [line for line in done.stderr.splitlines() if line.startswith("botgrpo train: error")]
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert len(err) == 1 and says in err[0] and "Traceback" not in done.stderr, done.stderr[-3000:]
+
+
+@pytest.mark.slow
 def test_the_learning_recipe_starts_from_the_shipped_warm_start_and_logs_the_solve_rate(tmp_path):
     out = tmp_path / "run"
     cmd = [str(Path(sys.executable).parent / "botgrpo"), "train"]

@@ -121,8 +121,10 @@ def check_folder_kind(
 ) -> None:
     """:class:`FolderOwned` unless ``path`` is free for a command that writes a folder of
     ``kind``: it is new, of that kind (or one of ``also``), or a folder botgrpo did not write;
-    and no folder above it is botgrpo's (a comparison's runs, a warm start's files and the
-    shipped checkpoints belong to them). Creates nothing."""
+    no folder above it is botgrpo's (a comparison's runs, a warm start's files and the
+    shipped checkpoints belong to them); and, for a folder botgrpo did not write, none of its
+    subfolders is botgrpo's of another kind (a ``--out-dir`` holding comparisons or cached warm
+    starts: marking it would lock them away). Creates nothing."""
     path = Path(path).expanduser()
     own = folder_kind(path)
     if own is not None and own != kind and own not in also:
@@ -130,6 +132,14 @@ def check_folder_kind(
             f"{what} {_describe(path, own)}; a command that writes {KINDS[kind]} must not write "
             "into it: pick another folder"
         )
+    if own is None and path.is_dir():
+        for child in sorted(path.iterdir()):
+            theirs = folder_kind(child) if child.is_dir() else None
+            if theirs is not None and theirs not in (kind, *also, "model"):
+                raise FolderOwned(
+                    f"{what} {path} holds {child.name}, which is {KINDS[theirs]}; a command that "
+                    f"writes {KINDS[kind]} must not write around it: pick another folder"
+                )
     try:
         resolved = path.resolve()
     except OSError:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from botgrpo.folders import FolderBusy, FolderOwned
+from botgrpo.imports import import_hint
 from botgrpo.rewards.configs import FALSE_WORDS, TRUE_WORDS  # re-exported: parse_bool's words
 
 
@@ -69,12 +70,14 @@ def check_task_spec(spec: str) -> Any:
             f"task {spec!r}: cannot read {err.filename} ({err.strerror or err}); check the path"
         ) from err
     except ImportError as err:
-        raise UsageError(
-            f"task {spec!r}: {err}; install the missing package (e.g. pip install "
-            f"{err.name or 'it'}) or check the module path"
-        ) from err
+        raise UsageError(f"task {spec!r}: {import_hint(err, str(spec))}") from err
     except (ValueError, TypeError) as err:
         raise UsageError(f"task {spec!r}: {err}") from err
+    except Exception as err:  # a user's factory or sample() failing in its own code
+        raise UsageError(
+            f"task {spec!r}: loading it raised {type(err).__name__}: {err} (set "
+            "BOTGRPO_TRACEBACK=1 for the traceback)"
+        ) from err
     if not isinstance(example, Example):
         raise UsageError(
             f"task {spec!r}: its sample() returned a {type(example).__name__}, not an Example "

@@ -30,6 +30,12 @@ import numpy as np
 from botgrpo.rewards import TokenReward
 
 
+class RewardOutputError(ValueError, TypeError):
+    """What a reward function returned cannot be a reward (the wrong count or type, a NaN, token
+    rewards of the wrong length, a local value beyond its bound); the message names the function
+    and the completion. A ValueError and a TypeError both, as the checks raised before."""
+
+
 class RewardBatch:
     """The token parts of every adapted reward function's answers for one process's batch.
 
@@ -71,12 +77,12 @@ def split_entries(
     (stored in ``batch`` under ``slot``); see the module docstring for the split."""
     n = len(batch.lengths)
     if isinstance(out, str | bytes) or not isinstance(out, Sequence | np.ndarray):
-        raise TypeError(
+        raise RewardOutputError(
             f"reward function {name!r} returned {type(out).__name__}; expected a list with one "
             "entry (TokenReward, float, list of per-token floats or None) per completion"
         )
     if len(out) != n:
-        raise ValueError(
+        raise RewardOutputError(
             f"reward function {name!r} returned {len(out)} entries for {n} completions; return "
             "exactly one entry per completion (None where it does not apply)"
         )
@@ -93,14 +99,14 @@ def split_entries(
             local[i] = w_s * entry.local
             steps[i] = entry.steps
         elif isinstance(entry, bool | np.bool_):
-            raise TypeError(
+            raise RewardOutputError(
                 f"reward function {name!r} returned a bool for {batch.where(i)}; return a float "
                 "(e.g. float(correct)) so a flag is not mistaken for a reward"
             )
         elif isinstance(entry, numbers.Real):
             value = float(entry)
             if not math.isfinite(value):
-                raise ValueError(
+                raise RewardOutputError(
                     f"reward function {name!r} returned {value} for {batch.where(i)}; rewards must "
                     "be finite (return None where a reward does not apply)"
                 )
@@ -123,14 +129,14 @@ def _token_floats(name: str, entry: Any, batch: RewardBatch, i: int) -> np.ndarr
     except (TypeError, ValueError):
         values = None
     if values is None or values.ndim != 1:
-        raise TypeError(
+        raise RewardOutputError(
             f"reward function {name!r} returned {type(entry).__name__} for {batch.where(i)}; "
             "expected a TokenReward, a float, a 1-D list of per-token floats or None"
         )
     _check_token_count(name, values.shape[0], batch, i)
     bad = np.flatnonzero(~np.isfinite(values))
     if bad.size:
-        raise ValueError(
+        raise RewardOutputError(
             f"reward function {name!r} returned a non-finite token reward ({values[bad[0]]}) at "
             f"token {int(bad[0])} of {batch.where(i)}"
         )
@@ -140,7 +146,7 @@ def _token_floats(name: str, entry: Any, batch: RewardBatch, i: int) -> np.ndarr
 def _check_token_count(name: str, n_tokens: int, batch: RewardBatch, i: int) -> None:
     expected = batch.lengths[i]
     if n_tokens != expected:
-        raise ValueError(
+        raise RewardOutputError(
             f"token reward function {name!r} returned {n_tokens} token rewards for {batch.where(i)}, "
             f"which has {expected} tokens (len(completion_ids[{i}]): the generated ids, EOS "
             "included, padding excluded); map spans onto the generated ids"
@@ -151,8 +157,9 @@ def _check_bound(name: str, local: np.ndarray, bound: float, batch: RewardBatch,
     if local.size and math.isfinite(bound):
         worst = int(np.argmax(np.abs(local)))
         if abs(local[worst]) > bound:
-            raise ValueError(
+            raise RewardOutputError(
                 f"token reward function {name!r} returned local signal {local[worst]} at token "
                 f"{worst} of {batch.where(i)}, beyond local_bound={bound} (|S_t| must be bounded; "
-                "raise local_bound if the bound is intended)"
+                "raise local_bound if the bound is intended: the config's local_bound, or a "
+                "local_bound attribute on the function)"
             )

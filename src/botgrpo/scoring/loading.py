@@ -73,7 +73,8 @@ def resolve_entry(entry: str) -> tuple[Any, bool]:
     spec = spec.removesuffix("()")
     if ":" not in spec:
         raise ValueError(
-            f"unknown reward function {entry!r}: use one of {', '.join(BUILTIN_REWARDS)} or an "
+            f"unknown reward function {entry!r}: use one of "
+            f"{', '.join([*BUILTIN_REWARDS, TASK_REWARD])} (task_reward: the task's own) or an "
             "import path 'package.module:function' (add '()' for a factory)"
         )
     module_name, attr = spec.split(":", 1)

@@ -15,6 +15,7 @@ import dataclasses
 import importlib
 import typing
 
+from botgrpo.imports import import_hint
 from botgrpo.tasks.base import Example, Score, StepVerdict, Task, VerdictWrapper, check_task
 from botgrpo.tasks.chain import ChainArithmetic
 from botgrpo.tasks.columns import ColumnAddition
@@ -108,7 +109,11 @@ def load_task(spec: str) -> Task:
     if (rest and "." in kind) or (rest and kind):
         try:
             factory = getattr(importlib.import_module(kind), rest)
-        except (ImportError, AttributeError) as err:
+        except ImportError as err:
+            raise ValueError(
+                f"cannot load task factory {spec!r}: {import_hint(err, spec)}"
+            ) from err
+        except AttributeError as err:
             raise ValueError(f"cannot load task factory {spec!r}: {err}") from err
         try:
             task = factory()

@@ -30,6 +30,7 @@ def read_jsonl_problems(path: str | Path) -> list[dict]:
     so a JSON string holding U+2028 or U+0085 as written by ``ensure_ascii=False`` stays one
     line."""
     rows = []
+    answered: dict[str, tuple[int, str]] = {}  # prompt -> (its first line, its answer)
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as err:
@@ -62,6 +63,12 @@ def read_jsonl_problems(path: str | Path) -> list[dict]:
             isinstance(steps, list) and all(isinstance(s, str) for s in steps)
         ):
             raise ValueError(f"{path}:{n}: 'steps' must be a list of strings")
+        first, before = answered.setdefault(row["prompt"], (n, str(answer)))
+        if before != str(answer):
+            raise ValueError(
+                f"{path}:{n}: the prompt of line {first} again, with another answer "
+                f"({before!r} there, {str(answer)!r} here): keep one answer per prompt"
+            )
         rows.append({"prompt": str(row["prompt"]), "answer": str(row["answer"]), "steps": steps})
     if not rows:
         raise ValueError(f"{path}: no problems found")
@@ -87,6 +94,11 @@ class JsonlTask:
     def fingerprint(self) -> str:
         """Hash of the file's content: an edited file is a different task."""
         return hashlib.sha256(Path(self.path).read_bytes()).hexdigest()
+
+    def all_problems(self) -> list[Example]:
+        """Every row as an example (a finite task's whole content, for checks that must see
+        every row, such as whether a tokenizer can write it)."""
+        return [Example(r["prompt"], r["answer"], {"row": i}) for i, r in enumerate(self._rows)]
 
     def sample(self, rng: random.Random) -> Example:
         """A uniformly drawn row."""

@@ -14,13 +14,14 @@ from botgrpo.tiny import missing_characters
 def check_tiny_vocabulary(
     task: Task, n: int = 64, other_model: str = "compare --init-model"
 ) -> None:
-    """ValueError naming the characters of ``task``'s prompts, answers and demonstrations (``n``
-    problems of a stream of its own) that the tiny model's tokenizer cannot write;
+    """ValueError naming the characters of ``task``'s prompts, answers and demonstrations (every
+    problem of a finite task with ``all_problems()``, such as a JSONL file; else ``n`` problems
+    of a stream of its own) that the tiny model's tokenizer cannot write;
     ``other_model`` names the option that picks another model."""
     rng = random.Random("vocabulary-check")
     texts = []
-    for _ in range(n):
-        ex = task.sample(rng)
+    every = getattr(task, "all_problems", None)  # a finite task: every row, not a sample
+    for ex in every() if callable(every) else (task.sample(rng) for _ in range(n)):
         texts += [ex.prompt, ex.answer, demonstrate(task, ex, rng)]
     missing = missing_characters(texts)
     if missing:

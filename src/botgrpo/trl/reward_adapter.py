@@ -24,11 +24,18 @@ __all__ = [
     "AsyncRewardAdapter",
     "RewardAdapter",
     "RewardBatch",
+    "RewardFunctionError",
     "adapt_reward_funcs",
     "split_entries",
 ]
 
 _NO_LOG = {"log_extra": lambda *a, **k: None, "log_metric": lambda *a, **k: None}
+
+
+class RewardFunctionError(RuntimeError):
+    """A user's reward function raised: the message names the function and the completion.
+    ``botgrpo train`` ends on it in one line, as on
+    :class:`~botgrpo.scoring.entries.RewardOutputError` (what it returned cannot be a reward)."""
 
 
 class RewardAdapter:
@@ -62,7 +69,7 @@ class RewardAdapter:
         bound = entry_bound(self.func, args.local_bound)
         return split_entries(self.__name__, out, batch, self.slot, args.w_g, args.w_s, bound)
 
-    def _locate(self, err, prompts, completions, completion_ids, kwargs) -> RuntimeError:
+    def _locate(self, err, prompts, completions, completion_ids, kwargs) -> RewardFunctionError:
         """Find the first completion on which the function fails alone (called on failure only)."""
         for i, one in enumerate(_single_calls(prompts, completions, completion_ids, kwargs)):
             try:
@@ -71,13 +78,13 @@ class RewardAdapter:
                 return self._failure(single_err, i)
         return self._failure(err, None, len(prompts))
 
-    def _failure(self, err: Exception, i: int | None, n: int = 0) -> RuntimeError:
+    def _failure(self, err: Exception, i: int | None, n: int = 0) -> RewardFunctionError:
         where = (
             self.owner.reward_batch.where(i)
             if i is not None
             else f"this process's batch of {n} completions (on no single completion alone)"
         )
-        return RuntimeError(
+        return RewardFunctionError(
             f"reward function {self.__name__!r} raised {type(err).__name__} on {where}: {err}"
         )
 
@@ -98,7 +105,7 @@ class AsyncRewardAdapter(RewardAdapter):
 
     async def _locate_async(
         self, err, prompts, completions, completion_ids, kwargs
-    ) -> RuntimeError:
+    ) -> RewardFunctionError:
         for i, one in enumerate(_single_calls(prompts, completions, completion_ids, kwargs)):
             try:
                 await self.func(**one)

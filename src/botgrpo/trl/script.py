@@ -22,7 +22,14 @@ from typing import Any
 
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
-from botgrpo.folders import check_folder_kind, check_not_busy, command_line, own_folder
+from botgrpo.folders import (
+    check_folder_kind,
+    check_no_foreign_files,
+    check_not_busy,
+    command_line,
+    own_folder,
+)
+from botgrpo.imports import import_hint
 from botgrpo.models import (
     REAL_PREFIX,
     TINY_PREFIX,
@@ -33,6 +40,7 @@ from botgrpo.models import (
 )
 from botgrpo.rewards.judges.options import JUDGE_ARGUMENTS, judge_config
 from botgrpo.rewards.prm import check_prm_options
+from botgrpo.scoring.entries import RewardOutputError
 from botgrpo.scoring.loading import (
     BUILTIN_REWARDS,
     TASK_REWARD,
@@ -41,6 +49,7 @@ from botgrpo.scoring.loading import (
     resolve_entry,
 )
 from botgrpo.trl.config import BoTGRPOConfig
+from botgrpo.trl.reward_adapter import RewardFunctionError
 from botgrpo.trl.teardown import end_training
 from botgrpo.usage import (
     UsageError,
@@ -231,6 +240,22 @@ def make_train_parser(prog: str = "botgrpo train") -> TrlParser:
     return one_line_parser_errors(parser)
 
 
+#: The files a training writes at the top of its output_dir (the model, its tokenizer, TRL's
+#: model card and arguments): in a folder botgrpo did not write, they are the user's.
+TRAINING_FILES = (
+    "config.json",
+    "generation_config.json",
+    "model.safetensors",
+    "adapter_config.json",
+    "adapter_model.safetensors",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "chat_template.jinja",
+    "training_args.bin",
+    "README.md",
+)
+
 #: What ``botgrpo train`` with nothing to train on says.
 NOTHING_TO_TRAIN = (
     "nothing to train: pass a recipe, e.g. `botgrpo train --config recipes/chain_tiny_cpu.yaml`, "
@@ -374,6 +399,7 @@ def check_train_inputs(
         try:
             check_writable_folder(config.output_dir, "output_dir")
             check_folder_kind(config.output_dir, "training", what="output_dir")
+            check_no_foreign_files(config.output_dir, TRAINING_FILES, "output_dir")
             check_not_busy(config.output_dir, "output_dir")
         except ValueError as err:
             raise UsageError(str(err)) from err
@@ -470,7 +496,9 @@ def _check_reward_entry(entry: str, kwargs: dict[str, Any], task: str | None) ->
         return
     try:
         obj, is_factory = resolve_entry(entry)
-    except (ImportError, AttributeError) as err:
+    except ImportError as err:
+        raise UsageError(f"reward function {entry!r}: {import_hint(err, entry)}") from err
+    except AttributeError as err:
         raise UsageError(
             f"reward function {entry!r}: {err}; check the import path 'package.module:function'"
         ) from err
@@ -563,7 +591,12 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
             from botgrpo.trl.layers import freeze_below_top_layers
 
             freeze_below_top_layers(trainer.model, script_args.top_layers)
-        trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+        try:
+            trainer.train(resume_from_checkpoint=config.resume_from_checkpoint)
+        except (RewardFunctionError, RewardOutputError) as err:  # the user's reward code
+            raise UsageError(
+                f"{err} (the training stopped there; BOTGRPO_TRACEBACK=1 for the traceback)"
+            ) from err
         trainer.save_model(config.output_dir)
         # under torchrun/accelerate, a process group freed carelessly can abort or hang the
         # process after training has finished: botgrpo.trl.teardown says why

@@ -72,3 +72,10 @@ def test_a_warm_start_retrain_says_what_differs_from_the_shipped_one():
     why = why_training(load_task("chain"), WarmStartConfig(packed=True), use_packaged=True)
     assert why.endswith("in: packed False -> True")
     assert why_training(load_task("chain"), config, use_packaged=False) == "--retrain was given"
+
+
+def test_a_task_of_ones_own_is_not_compared_with_a_shipped_warm_start_of_another_kind(tmp_path):
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"prompt": "1+1=", "answer": 2}\n')
+    why = why_training(load_task(f"jsonl:{path}"), WarmStartConfig(), use_packaged=True)
+    assert why == "no warm start ships for a JsonlTask task ('jsonl')"

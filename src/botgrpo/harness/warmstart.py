@@ -419,6 +419,10 @@ def why_training(task: Task, config: WarmStartConfig, use_packaged: bool) -> str
             continue
     if not metas:
         return "no warm start ships with this installation"
+    kind = type(task).__name__
+    metas = [(n, m) for n, m in metas if str(m.get("task", "")).startswith(f"{kind}(")]
+    if not metas:  # a task of the user's own: nothing shipped is close to it
+        return f"no warm start ships for a {kind} task ({getattr(task, 'name', kind)!r})"
     ours = asdict(config)
     best = None
     for name, meta in metas:

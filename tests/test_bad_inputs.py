@@ -209,6 +209,10 @@ def test_train_without_arguments_says_what_to_pass(workdir, capsys):
         ("model_name_or_path: tiny:tiny\ntask: chain\ntask_size: -3\n", ["task_size must be"]),
         ("model_name_or_path: tiny:tiny\ntask: chain\nmax_steps: 0\n", ["max_steps must be"]),
         ("model_name_or_path: tiny:tiny\ntask: nope\n", ["unknown task 'nope'"]),
+        (
+            "model_name_or_path: tiny:tiny\ntask: chain\nlearnin_rate: 0.001\n",
+            ["the recipe sets learnin_rate (did you mean learning_rate?)", "--help"],
+        ),
     ],
 )
 def test_a_yaml_recipe_mistake_is_one_line(workdir, capsys, yaml_text, parts):

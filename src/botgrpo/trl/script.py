@@ -373,14 +373,35 @@ def parse_train_args(
             check_yaml_mapping(path, "--config")
     with warnings.catch_warnings(record=True) as caught:  # shown only when the parse succeeds
         warnings.simplefilter("default")
+        parser = make_train_parser()
         try:
-            script_args, config, model_args = make_train_parser().parse_args_and_config(argv)
+            script_args, config, model_args = parser.parse_args_and_config(argv)
             check_basic_field_types(model_args)
         except (ValueError, TypeError) as err:
-            raise UsageError(" ".join(str(err).split())) from err
+            raise UsageError(_unknown_keys(str(err), parser) or " ".join(str(err).split())) from err
     for w in caught:
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     return script_args, config, model_args
+
+
+def _unknown_keys(message: str, parser) -> str | None:
+    """TRL's refusal of a recipe's unknown keys in this command's words, each with the nearest
+    option's name; None for any other error."""
+    import difflib
+    import re
+
+    if not message.startswith("Unknown arguments from config file:"):
+        return None
+    keys = re.findall(r"'--([^']+)'", message)
+    known = sorted({a.dest for a in parser._actions if a.dest != "help"})
+    named = []
+    for key in keys:
+        near = difflib.get_close_matches(key, known, n=1)
+        named.append(f"{key} (did you mean {near[0]}?)" if near else key)
+    return (
+        f"the recipe sets {', '.join(named)}, which no option of botgrpo train takes: fix or "
+        "remove it (botgrpo train --help lists the options)"
+    )
 
 
 def check_train_inputs(

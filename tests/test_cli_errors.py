@@ -129,7 +129,16 @@ def test_train_checks_its_inputs_before_building_a_model(workdir, capsys, flags,
 
 
 def test_the_console_script_exits_2_and_a_bug_keeps_its_traceback(workdir):
+    """A user's mistake is one line with exit status 2; a bug in botgrpo (here: its task check
+    made to fail, through a sitecustomize on PYTHONPATH) keeps its traceback, exit status 1. A
+    user's own task failing in its own code is the user's: one line, with the way to its
+    traceback."""
     (workdir / "faulty_task.py").write_text("def factory():\n    raise RuntimeError('boom')\n")
+    (workdir / "bugged").mkdir()
+    (workdir / "bugged" / "sitecustomize.py").write_text(
+        "import botgrpo.usage\n\n\ndef broken(spec):\n    raise RuntimeError('boom')\n\n\n"
+        "botgrpo.usage.check_task_spec = broken\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(workdir), "HF_HUB_OFFLINE": "1"}
     script = str(Path(sys.executable).parent / "botgrpo")
 
@@ -141,6 +150,11 @@ def test_the_console_script_exits_2_and_a_bug_keeps_its_traceback(workdir):
     assert user_error.returncode == 2
     assert user_error.stderr.strip().count("\n") == 0
     assert "Traceback" not in user_error.stderr
-    bug = botgrpo("compare", "--task", "faulty_task:factory")
+    users_code = botgrpo("compare", "--task", "faulty_task:factory")
+    assert users_code.returncode == 2 and "Traceback" not in users_code.stderr
+    assert "loading it raised RuntimeError: boom" in users_code.stderr
+    assert "BOTGRPO_TRACEBACK=1" in users_code.stderr
+    env["PYTHONPATH"] = str(workdir / "bugged")
+    bug = botgrpo("compare", "--task", "chain")
     assert bug.returncode == 1
     assert "Traceback" in bug.stderr and "RuntimeError: boom" in bug.stderr

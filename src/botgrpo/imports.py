@@ -12,6 +12,6 @@ def import_hint(err: ImportError, spec: str) -> str:
     if err.name and module.split(".")[0] == err.name.split(".")[0]:
         return (
             f"{err}; a module of your own must be importable: run with its folder on PYTHONPATH "
-            "(e.g. PYTHONPATH=. botgrpo ...) or install its package, and check the name"
+            "(e.g. PYTHONPATH=. botgrpo ...) or install its package, and check the import path"
         )
     return f"{err}; install the missing package (e.g. pip install {err.name or 'it'})"

@@ -18,6 +18,7 @@ ROOT = Path(botgrpo.__file__).parent
 
 #: Bottom to top: a part imports itself or parts of lower layers, never a sibling of its layer.
 LAYERS = (
+    ("loading",),
     ("botgrpo", "core", "rewards", "metrics", "tiny", "folders", "imports"),
     ("tasks", "viz"),
     ("usage",),

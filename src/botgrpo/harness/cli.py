@@ -126,10 +126,11 @@ def _evaluate_checkpoint(path, task, cfg: CompareConfig) -> dict[str, float]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from botgrpo.harness.evaluate import evaluate, held_out_examples
+    from botgrpo.loading import from_pretrained
 
     torch.manual_seed(0)
     result = evaluate(
-        AutoModelForCausalLM.from_pretrained(path),
+        from_pretrained(AutoModelForCausalLM, path),
         AutoTokenizer.from_pretrained(path),
         task,
         held_out_examples(task, cfg.eval_problems),

@@ -26,6 +26,7 @@ from botgrpo.harness.diagnosis import (
     with_intervals,
 )
 from botgrpo.harness.flags import flags_digest, sample_flags
+from botgrpo.loading import from_pretrained
 
 
 @dataclass
@@ -344,7 +345,7 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
     hf_logging.disable_progress_bar()  # the command's own bar says what is happening
     p = planned or plan(cfg)
     tokenizer = AutoTokenizer.from_pretrained(p.model_path, padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(p.model_path)
+    model = from_pretrained(AutoModelForCausalLM, p.model_path)
     bar = _bar(cfg, len(p.prompts))
     try:
         rollouts = sample_rollouts(

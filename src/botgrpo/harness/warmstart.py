@@ -37,6 +37,7 @@ from botgrpo.folders import command_line, mark_folder
 from botgrpo.harness.convergence import Check, ConvergenceRule
 from botgrpo.harness.packing import pack_rows
 from botgrpo.harness.progress import QuietProgress
+from botgrpo.loading import from_pretrained
 from botgrpo.shipped import PACKAGED_DIR, packaged_warm_start, shipped_warm_start
 from botgrpo.tasks.base import Task, task_fingerprint
 from botgrpo.tasks.noise import clean_task
@@ -285,7 +286,7 @@ def train_warm_start(
     is close to, not equal to, the CPU's of the same key."""
     build_tiny_model(out_dir, spec=config.model)
     tokenizer = AutoTokenizer.from_pretrained(out_dir)
-    model = AutoModelForCausalLM.from_pretrained(out_dir).to(device)
+    model = from_pretrained(AutoModelForCausalLM, out_dir).to(device)
     torch.manual_seed(config.seed)
     opt = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
     rng = random.Random(f"warm-start-{config.seed}")

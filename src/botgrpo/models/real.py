@@ -32,6 +32,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from botgrpo.folders import folder_kind, mark_folder
+from botgrpo.loading import from_pretrained
 
 #: The prefix that names a real model (``real:smollm2-135m-instruct``).
 REAL_PREFIX = "real:"
@@ -191,8 +192,8 @@ def _convert(spec: RealModel, gguf: Path, out: Path, log) -> None:
         )
     log("real model: converting the GGUF weights (4-bit, dequantized to float32)")
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    quantized = AutoModelForCausalLM.from_pretrained(
-        gguf.parent, gguf_file=gguf.name, dtype=torch.float32
+    quantized = from_pretrained(
+        AutoModelForCausalLM, gguf.parent, gguf_file=gguf.name, dtype=torch.float32
     )
     config = quantized.config
     if hasattr(config, "quantization_config"):  # dense weights now: save them as such
@@ -221,7 +222,7 @@ def _check(reference, folder: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForCausalLM.from_pretrained(folder)
+    model = from_pretrained(AutoModelForCausalLM, folder)
     if not tokenizer.chat_template:
         raise RuntimeError(f"the converted model in {folder} has no chat template")
     ids = tokenizer.apply_chat_template(

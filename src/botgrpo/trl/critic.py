@@ -21,6 +21,8 @@ import time
 import torch
 from torch import Tensor
 
+from botgrpo.loading import from_pretrained
+
 
 class ValueCritic:
     """A value model and its optimizer.
@@ -62,8 +64,11 @@ class ValueCritic:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                self.model = AutoModelForTokenClassification.from_pretrained(
-                    model_name_or_path, num_labels=1, dtype=torch.float32
+                self.model = from_pretrained(
+                    AutoModelForTokenClassification,
+                    model_name_or_path,
+                    num_labels=1,
+                    dtype=torch.float32,
                 ).to(device)
         finally:
             hf_logging.set_verbosity(verbosity)

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from botgrpo.loading import from_pretrained
 from botgrpo.rewards.prm.config import PRMConfig
 
 logger = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ class ProcessRewardModel:
                     cls = AutoModelForCausalLM
                 else:
                     cls = AutoModel if cfg.trust_remote_code else AutoModelForTokenClassification
-                model = cls.from_pretrained(cfg.model, dtype=self.dtype, **remote)
+                model = from_pretrained(cls, cfg.model, dtype=self.dtype, **remote)
         except (OSError, ValueError) as err:
             reason = " ".join(str(err).split())[:200]
             raise ValueError(

@@ -4,6 +4,7 @@ tensorboard."""
 
 from __future__ import annotations
 
+import os
 import warnings
 from pathlib import Path
 
@@ -326,3 +327,26 @@ def test_ppo_takes_its_gae_options_and_refuses_to_resume(
         trainer.rounds
         and trainer.round_values[0].shape == trainer.rounds[0][0]["completion_ids"].shape
     )
+
+
+def test_the_models_trl_loads_for_the_trainer_load_on_its_thread(
+    tiny_model_dir, tiny_tokenizer, cpu_config, monkeypatch
+):
+    """Given a path, TRL loads the policy inside the trainer's constructor: on the calling
+    thread (botgrpo.loading), so a Ctrl-C there cannot leave a loading worker behind."""
+    import threading
+
+    from botgrpo.loading import SYNC_LOAD_VARIABLE
+
+    monkeypatch.delenv(SYNC_LOAD_VARIABLE, raising=False)
+    names: list[str] = []
+    start = threading.Thread.start
+
+    def recording_start(thread: threading.Thread) -> None:
+        names.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", recording_start)
+    _trainer(BoTGRPOTrainer, tiny_model_dir, tiny_tokenizer, cpu_config(preset="bot"))
+    assert [n for n in names if "ThreadPoolExecutor" in n] == []
+    assert SYNC_LOAD_VARIABLE not in os.environ

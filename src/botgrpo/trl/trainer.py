@@ -32,6 +32,7 @@ from torch import Tensor
 from trl import GRPOConfig, GRPOTrainer
 
 from botgrpo.core import get_advantage_estimator
+from botgrpo.loading import loading_on_this_thread
 from botgrpo.trl import dynamic_sampling as ds
 from botgrpo.trl import policy_stats
 from botgrpo.trl.config import BoTGRPOConfig
@@ -95,7 +96,8 @@ class BoTGRPOTrainer(GRPOTrainer):
         self._rewards_per_func: Tensor | None = None  # TRL's gathered outcome columns
         self._capture_old_pass = False  # set while a round's old-policy pass may be read
         self._old_pass_stats: dict[str, Tensor] | None = None  # what that pass returned
-        super().__init__(model, adapt_reward_funcs(reward_funcs, self), args, *rest, **kwargs)
+        with loading_on_this_thread():  # the models TRL loads for it: see botgrpo.loading
+            super().__init__(model, adapt_reward_funcs(reward_funcs, self), args, *rest, **kwargs)
         self._estimator = get_advantage_estimator(args.advantage_estimator)
         if args.dynamic_sampling:
             self._check_dynamic_sampling()

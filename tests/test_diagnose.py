@@ -294,6 +294,17 @@ def test_the_advice_on_fixed_figures(figures, expected, nearest_id):
     assert advise(figures, {"settings": [], "rule": {}})["try"] == "unknown"
 
 
+def test_a_tie_names_the_most_any_tie_gained_over_the_run():
+    """A tie is read from the speedup; over the run a tie may still keep a small gain, and the
+    advice says how much the map's ties kept at most (nothing when none gained)."""
+    figures = diagnosis(0.02, 0.03, solved=0.35)
+    gained = {**MAP, "rule": {**MAP["rule"], "ties_gain_up_to": 0.024}}
+    why = " ".join(advise(figures, gained)["why"])
+    assert "expect no speedup, and over the run at most a small gain" in why and "+0.024" in why
+    level = {**MAP, "rule": {**MAP["rule"], "ties_gain_up_to": -0.002}}
+    assert "over the run" not in " ".join(advise(figures, level)["why"])
+
+
 #: A map where the silent share overlaps (a setting that paid at 0.48 silent, one that tied at
 #: 0.50) and only the starting solve rate separates them.
 SOLVE_MAP = {

@@ -68,6 +68,8 @@ def test_the_map_from_a_few_stored_records(tmp_path):
     rule = data["rule"]
     assert rule["pays_from_no_signal"] == 0.73 and "chain-4-16 1.69x" in rule["pays_basis"]
     assert rule["ties_below_no_signal"] == 0.5  # chain 4-7, the most silent tie on this set
+    # tied on speed, still a little ahead over the run: chain 4-7's AUC +0.0235, rounded up
+    assert rule["ties_gain_up_to"] == 0.024 and len(rule["ties_gain_basis"]) == 2
     # the starting solve rate: paid at 7% solved (chain 4-16), tied from 18% (chain 4-7, react)
     assert (rule["pays_up_to_solved"], rule["ties_from_solved"]) == (0.08, 0.17)
     # the share earning outcome credit: the solve rate on chain, react's 36% compiling pages

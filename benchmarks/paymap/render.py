@@ -114,6 +114,13 @@ RULE_ROWS = (
         "the highest silent share among the exact-verdict settings whose interval includes 1",
     ),
     (
+        "ties_gain_up_to",
+        "where BoT tied on speed, the most it still gained over the run (AUC difference)",
+        "ties_gain_basis",
+        "the highest AUC difference among the exact-verdict settings whose speedup interval "
+        "includes 1",
+    ),
+    (
         "pays_up_to_solved",
         "BoT paid up to this starting solve rate",
         "pays_basis",

@@ -92,6 +92,10 @@ def derive_rule(rows: list[dict]) -> dict:
     if ties:
         rule["ties_below_no_signal"] = math.ceil(max(no_signal(r) for r in ties) * 100) / 100
         rule["ties_basis"] = [_tie(r) for r in ties]
+        # tied on speed, but not always level over the run: the largest mean gain any tie kept
+        gains = [r["auc_diff"]["mean"] for r in ties]
+        rule["ties_gain_up_to"] = math.ceil(max(gains) * 1000) / 1000
+        rule["ties_gain_basis"] = [f"{r['id']} AUC {r['auc_diff']['mean']:+.3f}" for r in ties]
     if pays and ties:
         rule.update(_separation(pays, ties))
     if kept:

@@ -146,11 +146,19 @@ def _pays_or_ties(
             + ")"
         )
     if ties and not pays:
+        gain = rule.get("ties_gain_up_to", 0.0)
+        over_run = (
+            f", and over the run at most a small gain (the most any of those settings kept: "
+            f"{gain:+.3f} on the lead rate, averaged over the run)"
+            if gain > 0
+            else ""
+        )
         return "grpo or dapo (bot ties)", (
             " and ".join(ties)
             + ": there BoT and GRPO learned at the same speed ("
             + ", ".join(rule.get("ties_basis", []))
             + "); BoT costs nothing extra, but expect no speedup"
+            + over_run
         )
     return "bot (a smaller gain likely)", _why_between(
         rule,

@@ -35,6 +35,23 @@ def tiny_tokenizer(tiny_model_dir: Path):
 
 
 @pytest.fixture
+def started_threads(monkeypatch) -> list[str]:
+    """The names of the threads started while the test runs (``threading.Thread.start``
+    records each name, then starts the thread as usual)."""
+    import threading
+
+    names: list[str] = []
+    start = threading.Thread.start
+
+    def recording_start(thread: threading.Thread) -> None:
+        names.append(thread.name)
+        start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", recording_start)
+    return names
+
+
+@pytest.fixture
 def torch_single_thread():
     """Run a test with one torch thread (tiny models gain nothing from more, and several threads
     on busy cores slow them down many times over); restores the previous setting."""

@@ -4,9 +4,7 @@ the interpreter waits for at exit (botgrpo.loading)."""
 from __future__ import annotations
 
 import os
-import threading
 
-import pytest
 from transformers import AutoModelForCausalLM
 
 from botgrpo.loading import SYNC_LOAD_VARIABLE, from_pretrained, loading_on_this_thread
@@ -15,38 +13,24 @@ from botgrpo.tiny import TinyModelSpec, build_tiny_model
 SPEC = TinyModelSpec(hidden=16, layers=1, heads=2, kv_heads=1, intermediate=32, max_positions=32)
 
 
-@pytest.fixture
-def started(monkeypatch) -> list[str]:
-    """The names of the threads started while the test runs."""
-    names: list[str] = []
-    start = threading.Thread.start
-
-    def recording_start(thread: threading.Thread) -> None:
-        names.append(thread.name)
-        start(thread)
-
-    monkeypatch.setattr(threading.Thread, "start", recording_start)
-    return names
-
-
-def test_a_model_loads_without_starting_a_thread(tmp_path, started, monkeypatch):
+def test_a_model_loads_without_starting_a_thread(tmp_path, started_threads, monkeypatch):
     monkeypatch.delenv(SYNC_LOAD_VARIABLE, raising=False)
     path = build_tiny_model(tmp_path / "tiny", spec=SPEC)
-    started.clear()
+    started_threads.clear()
     model = from_pretrained(AutoModelForCausalLM, path)
     assert model.config.hidden_size == 16
-    assert [n for n in started if "ThreadPoolExecutor" in n] == []
+    assert [n for n in started_threads if "ThreadPoolExecutor" in n] == []
     assert SYNC_LOAD_VARIABLE not in os.environ  # restored after the load
 
 
-def test_plain_loading_would_start_workers(tmp_path, started, monkeypatch):
+def test_plain_loading_would_start_workers(tmp_path, started_threads, monkeypatch):
     """The control: transformers' own loading reads on a thread pool, which the helper avoids
     (if a transformers release stops doing so, this fails and the helper can go)."""
     monkeypatch.delenv(SYNC_LOAD_VARIABLE, raising=False)
     path = build_tiny_model(tmp_path / "tiny", spec=SPEC)
-    started.clear()
+    started_threads.clear()
     AutoModelForCausalLM.from_pretrained(path)
-    assert [n for n in started if "ThreadPoolExecutor" in n]
+    assert [n for n in started_threads if "ThreadPoolExecutor" in n]
 
 
 def test_a_users_setting_is_left_alone(monkeypatch):

@@ -330,23 +330,13 @@ def test_ppo_takes_its_gae_options_and_refuses_to_resume(
 
 
 def test_the_models_trl_loads_for_the_trainer_load_on_its_thread(
-    tiny_model_dir, tiny_tokenizer, cpu_config, monkeypatch
+    tiny_model_dir, tiny_tokenizer, cpu_config, started_threads, monkeypatch
 ):
     """Given a path, TRL loads the policy inside the trainer's constructor: on the calling
     thread (botgrpo.loading), so a Ctrl-C there cannot leave a loading worker behind."""
-    import threading
-
     from botgrpo.loading import SYNC_LOAD_VARIABLE
 
     monkeypatch.delenv(SYNC_LOAD_VARIABLE, raising=False)
-    names: list[str] = []
-    start = threading.Thread.start
-
-    def recording_start(thread: threading.Thread) -> None:
-        names.append(thread.name)
-        start(thread)
-
-    monkeypatch.setattr(threading.Thread, "start", recording_start)
     _trainer(BoTGRPOTrainer, tiny_model_dir, tiny_tokenizer, cpu_config(preset="bot"))
-    assert [n for n in names if "ThreadPoolExecutor" in n] == []
+    assert [n for n in started_threads if "ThreadPoolExecutor" in n] == []
     assert SYNC_LOAD_VARIABLE not in os.environ

@@ -102,10 +102,18 @@ def _arms(args: argparse.Namespace) -> dict[str, Path]:
 @functools.cache
 def records(root: Path) -> tuple[dict, ...]:
     """A comparison's records (:func:`botgrpo.harness.results.comparison_records`), read once
-    per report however many figures use them."""
+    per report however many figures use them: each method's at the rate its ``summary.json``
+    says it ran at (a comparison whose rate changed, e.g. by a wider sweep, keeps the runs at
+    the old rate beside the new ones; they are not mixed in)."""
     from botgrpo.harness.results import comparison_records
+    from botgrpo.harness.resummarize import select
 
-    return tuple(comparison_records(root))
+    found = comparison_records(root)
+    summary = Path(root) / "summary.json"
+    if not summary.is_file():
+        return tuple(found)
+    rates = {m: float(v["lr"]) for m, v in json.loads(summary.read_text())["methods"].items()}
+    return tuple(select(found, (), rates))
 
 
 def check_all_runs_finished(root: Path, fix: str) -> None:

@@ -457,3 +457,36 @@ def test_ctrl_c_while_a_warm_start_trains_ends_in_one_line(tmp_path):
     assert err.strip().splitlines()[-1].startswith("code_regime.py: interrupted;"), err
     assert "Traceback" not in err
     assert not [p for p in (tmp_path / "o" / ".cache").glob("warm-*") if p.is_dir()]
+
+
+def test_runs_at_a_rate_the_comparison_no_longer_uses_stay_out_of_its_report(tmp_path):
+    """A wider sweep can leave a method's runs at its old rate beside the new ones: the report
+    reads each method at the rate its summary names, and the stray runs change nothing."""
+    import json
+    import shutil
+
+    script = load_script()
+    stored = ROOT / "benchmarks" / "records" / "regime-hard"
+    root = tmp_path / "regime-hard"
+    root.mkdir()
+    shutil.copy(stored / "summary.json", root)
+    shutil.copytree(stored / "runs", root / "runs")
+    args = regime_args(tmp_path)
+    before = script.report(args, "hard")
+    for seed in range(5):  # grpo at another rate, every evaluation at the ceiling
+        src, dst = (
+            root / "runs" / f"grpo-lr0.0004-s{seed}",
+            root / "runs" / f"grpo-lr0.0002-s{seed}",
+        )
+        dst.mkdir()
+        shutil.copy(src / "done.json", dst)
+        lines = []
+        for line in (src / "metrics.jsonl").read_text().splitlines():
+            r = {**json.loads(line), "lr": 2e-4}
+            if r["kind"] == "eval":
+                r["sampled_compiled"] = 1.0
+            lines.append(json.dumps(r))
+        (dst / "metrics.jsonl").write_text("\n".join(lines) + "\n")
+    script.code_tasks.records.cache_clear()
+    after = script.report(args, "hard")
+    assert after["pairs"] == before["pairs"] and after["rows"] == before["rows"]

@@ -18,7 +18,9 @@ among, ``--device cuda`` on a GPU):
    with its own rate grid (``--otb-rates``; on chain otb chose a lower rate than BoT), the same
    seeds and problems, so it pairs with the grpo and bot runs by seed;
 3. the other points, the python ones included: grpo and bot at the rates the hardest React
-   point's sweep chose;
+   point's sweep chose, or, with ``--sweep``, at the rates a sweep at the point itself chooses
+   (its own validation seeds; once started, the point's folder keeps it and later commands go
+   on with it);
 4. the recipe ablation at the hardest React point (``--ablation``): bot at w_s = 0;
 5. the random-verdict control at the hardest React point (``--control``): bot with every line
    penalty moved to a line drawn at random (``--verdict-noise 1:random``): the same amount of
@@ -155,16 +157,30 @@ def point_config(args, point: str, methods, name: str = "", task: str = "", **kw
 
 
 def chosen_rates(args) -> dict[str, float]:
+    """The rates the hardest React point's sweep chose, per method ({} before it has)."""
     sweep = Path(args.out) / "regime-hard" / "lr_sweep.json"
     if not sweep.is_file():
         return {}
     return {m: float(lr) for m, lr in json.loads(sweep.read_text())["best"].items()}
 
 
+def sweeps_here(args, point: str) -> bool:
+    """Whether the point chooses its rates by a sweep of its own: the hardest React point
+    always; another one with ``--sweep``, or once its folder holds a sweep begun by an earlier
+    command (its config.json names the rates), so that a resumed command goes on with it."""
+    if is_hardest_react(args, point) or getattr(args, "sweep", False):
+        return True
+    config = Path(args.out) / comparison_name(args, point) / "config.json"
+    try:
+        return bool(json.loads(config.read_text()).get("lr_sweep"))
+    except (OSError, ValueError, AttributeError):
+        return False
+
+
 def config_for(args, point: str):
-    """The point's comparison: a sweep at the hardest React point, its rates elsewhere (the
-    python points' too)."""
-    if is_hardest_react(args, point):
+    """The point's comparison: a sweep at the hardest React point (or at any point that sweeps
+    its own, :func:`sweeps_here`), the hardest React point's rates elsewhere."""
+    if sweeps_here(args, point):
         return point_config(
             args, point, args.methods, lr_sweep=tuple(args.rates), sweep_seeds=args.sweep_seeds
         )
@@ -425,6 +441,8 @@ def report(args, point: str) -> dict:
     code_tasks.plot(curves, arms, result, stem.with_suffix(".png"))
     if is_hardest_react(args, point):
         plot_sweeps(args, Path(args.out) / "regime-hard-sweeps.png")
+    elif (root / "sweep").is_dir():  # a point that swept its own rates (--sweep)
+        plot_sweeps(args, stem.with_name(f"{root.name}-sweeps.png"), folders=(root.name,))
     print(code_tasks.render(result) + render_costs(costs))
     return result
 
@@ -450,8 +468,9 @@ def _mean_curve(runs: list[list[dict]], kind: str, key: str) -> tuple[list[int],
     return steps, np.array([[d[s] for s in steps] for d in by_run]).mean(0)
 
 
-def plot_sweeps(args, path: Path) -> bool:
-    """The hardest point's validation sweeps, every method and rate: compile rate and
+def plot_sweeps(args, path: Path, folders: tuple[str, ...] = ()) -> bool:
+    """The validation sweeps of the comparisons in ``folders`` under --out (by default the
+    hardest React point's and its extra arms'), every method and rate: compile rate and
     completion length (mean over the sweep seeds); False when no sweep is recorded."""
     import matplotlib
 
@@ -459,7 +478,7 @@ def plot_sweeps(args, path: Path) -> bool:
     import matplotlib.pyplot as plt
 
     runs: dict[tuple[str, float], list[list[dict]]] = {}
-    for folder in ("regime-hard", *EXTRA_ARMS.values()):
+    for folder in folders or ("regime-hard", *EXTRA_ARMS.values()):
         runs.update(_sweep_runs(Path(args.out) / folder))
     if not runs:
         return False
@@ -533,7 +552,7 @@ def _check_modes(args) -> None:
             "--candidates names warm starts to build or keep: add --warm-start-only or "
             "--keep-resume"
         )
-    arms = [f"--{a}" for a in ("otb", "ablation", "control") if getattr(args, a)]
+    arms = [f"--{a}" for a in ("otb", "ablation", "control", "sweep") if getattr(args, a)]
     if arms and (args.warm_start_only or args.keep_resume):
         mode = "--warm-start-only" if args.warm_start_only else "--keep-resume"
         raise ValueError(f"{mode} trains no comparison: leave out {' and '.join(arms)}")
@@ -587,8 +606,14 @@ def main() -> None:
         type=float,
         nargs="+",
         default=[2e-4, 4e-4, 8e-4],
-        help="learning rates the hardest point's validation sweep tries per method (the "
-        "highest mean compile rate over the run wins)",
+        help="learning rates a validation sweep tries per method (the hardest React point's, "
+        "or a point's own with --sweep; the highest mean compile rate over the run wins)",
+    )
+    parser.add_argument(
+        "--sweep",
+        action="store_true",
+        help="choose this point's rates by its own validation sweep over --rates instead of "
+        "reusing the hardest React point's (once started, later commands go on with it)",
     )
     parser.add_argument(
         "--sweep-seeds", type=int, default=2, help="validation seeds per rate in the sweep"
@@ -644,6 +669,10 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     try:
         _check_modes(args)
+        if args.sweep and is_hardest_react(args, args.point):
+            raise ValueError(
+                "--sweep: the hardest React point always sweeps its rates (--rates); leave it out"
+            )
         if not is_hardest_react(args, args.point) and (args.otb or args.ablation or args.control):
             raise ValueError(
                 "--otb, --ablation and --control run at the hardest React point: --task react "

@@ -113,7 +113,15 @@ def records(root: Path) -> tuple[dict, ...]:
     if not summary.is_file():
         return tuple(found)
     rates = {m: float(v["lr"]) for m, v in json.loads(summary.read_text())["methods"].items()}
-    return tuple(select(found, (), rates))
+    kept = select(found, (), rates)
+    missing = sorted(set(rates) - {r["method"] for r in kept})
+    if missing:
+        m = missing[0]
+        raise ValueError(
+            f"{root}: no finished run of {m} at the rate its summary.json names ({rates[m]:g}): "
+            "rerun the comparison's command to rewrite its summary"
+        )
+    return tuple(kept)
 
 
 def check_all_runs_finished(root: Path, fix: str) -> None:

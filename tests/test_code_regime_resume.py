@@ -192,7 +192,7 @@ def test_an_arm_of_its_own_comparison_joins_the_report_without_moving_the_level(
         r = json.loads(line)
         if r.get("method") != "grpo":
             continue
-        r["method"] = "otb"
+        r["method"], r["lr"] = "otb", 2e-4
         if r.get("kind") == "eval" and r["step"] >= 10:
             r["sampled_compiled"] = 0.0  # broke down at step 10
         lines.append(json.dumps(r))
@@ -490,3 +490,65 @@ def test_runs_at_a_rate_the_comparison_no_longer_uses_stay_out_of_its_report(tmp
     script.code_tasks.records.cache_clear()
     after = script.report(args, "hard")
     assert after["pairs"] == before["pairs"] and after["rows"] == before["rows"]
+    summary = json.loads((root / "summary.json").read_text())
+    summary["methods"]["grpo"]["lr"] = 1e-3  # a summary that names a rate no run was made at
+    (root / "summary.json").write_text(json.dumps(summary))
+    script.code_tasks.records.cache_clear()
+    with pytest.raises(ValueError, match=r"no finished run of grpo at the rate its summary"):
+        script.report(args, "hard")
+
+
+def test_a_point_sweeps_its_own_rates_with_sweep_and_goes_on_with_it(tmp_path):
+    """Without --sweep a python point trains at the hardest React point's rates; with it, at
+    the rates its own validation sweep chooses, and a later command without the flag goes on
+    with the sweep its folder holds."""
+    import json
+
+    script = load_script()
+    (tmp_path / "regime-hard").mkdir()
+    (tmp_path / "regime-hard" / "lr_sweep.json").write_text(
+        json.dumps({"best": {"grpo": 4e-4, "bot": 4e-4}})
+    )
+    common = dict(task="python", methods=["grpo", "bot"], rates=[2e-4, 4e-4], sweep_seeds=2)
+    reused = script.config_for(regime_args(tmp_path, **common, sweep=False), "hard")
+    assert reused.lr_sweep == () and set(reused.method_lrs) == {"grpo=0.0004", "bot=0.0004"}
+    swept = script.config_for(regime_args(tmp_path, **common, sweep=True), "hard")
+    assert swept.name == "regime-python-hard" and swept.lr_sweep == (2e-4, 4e-4)
+    assert swept.method_lrs == () and swept.sweep_seeds == 2
+    folder = tmp_path / "regime-python-hard"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"lr_sweep": [2e-4, 4e-4]}))
+    again = script.config_for(regime_args(tmp_path, **common, sweep=False), "hard")
+    assert again.lr_sweep == (2e-4, 4e-4)
+    other = script.config_for(regime_args(tmp_path, **common, sweep=False), "middle")
+    assert other.lr_sweep == ()  # another point keeps reusing the hardest React point's
+
+
+@pytest.mark.parametrize(
+    ("extra", "says"),
+    [
+        (["--point", "hard"], "--sweep: the hardest React point always sweeps its rates"),
+        (["--task", "python", "--point", "hard", "--warm-start-only"], "leave out --sweep"),
+    ],
+)
+def test_sweep_where_it_means_nothing_ends_in_one_line(tmp_path, extra, says):
+    done = run_script("--sweep", "--out", str(tmp_path), *extra)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], lines
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_point_that_swept_its_own_rates_gets_its_own_sweeps_figure(tmp_path):
+    import shutil
+
+    script = load_script()
+    stored = ROOT / "benchmarks" / "records" / "regime-hard" / "sweep" / "grpo-lr0.0004-s0"
+    run = tmp_path / "regime-python-hard" / "sweep" / "grpo-lr0.0004-s0"
+    run.mkdir(parents=True)
+    shutil.copy(stored / "metrics.jsonl", run)
+    args = regime_args(tmp_path, task="python")
+    assert script.plot_sweeps(args, tmp_path / "none.png") is False  # the React point's: none
+    path = tmp_path / "regime-python-hard-sweeps.png"
+    assert script.plot_sweeps(args, path, folders=("regime-python-hard",)) is True
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -113,6 +113,9 @@ def test_a_swept_folder_is_summarised_at_the_rates_its_sweep_chose(tmp_path):
     assert "chosen per method on the validation stream" in md and "2 seeds per rate" in md
     assert "| grpo | 0.310 | **0.350** | 0.0002 |" in md
     assert "| bot | **0.440** | 0.410 | 0.0001 |" in md
+    # both choices lie at an edge of the grid: the summary says the best may lie beyond it
+    assert "grpo chose 0.0002, the highest rate it tried: a higher one may do better" in md
+    assert "bot chose 0.0001, the lowest rate it tried: a lower one may do better" in md
     assert (tmp_path / "m" / "lr_sweep.png").stat().st_size > 0
     # a rate given on the command line overrides the sweep's choice; the table keeps the subset
     resummarize([root], tmp_path / "n", methods=("grpo@1e-4",))
@@ -158,3 +161,20 @@ def test_cli_errors_are_one_line(tmp_path, capsys):
     assert err.count("\n") == 1 and "pass --out" in err
     assert main(["summarize", str(a), "--out", str(tmp_path / "o"), "--methods", "bot"]) == 0
     assert "summary:" in capsys.readouterr().out
+
+
+def test_a_rate_chosen_inside_the_grid_raises_no_doubt():
+    from botgrpo.harness.summary import sweep_edges
+
+    sweep = {
+        "best": {"grpo": 4e-4, "bot": 4e-4, "dapo": 1e-4},
+        "mean_over_run": {
+            "grpo": {"0.0002": 0.30, "0.0004": 0.39, "0.0008": 0.26},
+            "bot": {"0.0004": 0.52, "0.0008": 0.20},
+            "dapo": {"0.0001": 0.4},
+        },
+    }
+    assert sweep_edges(sweep) == [
+        "bot chose 0.0004, the lowest rate it tried: a lower one may do better; add one to the "
+        "sweep (--lr-sweep)."
+    ]  # grpo's lies inside its grid; dapo tried one rate only

@@ -248,7 +248,28 @@ def _sweep_table(sweep: dict) -> list[str]:
             text = _fmt(v, ".3f")
             cells.append(f"**{text}**" if lr == best and v is not None else text)
         lines.append(f"| {m} | " + " | ".join(cells) + f" | {best:g} |")
+    edges = sweep_edges(sweep)
+    if edges:
+        lines += ["", *edges]
     return lines
+
+
+def sweep_edges(sweep: dict) -> list[str]:
+    """A sentence per method whose chosen rate is the lowest or the highest it tried (of two or
+    more): the best rate may lie beyond the grid, so the comparison may hold that method below
+    its best. ``sweep``: a learning-rate sweep's report (lr_sweep.json)."""
+    out = []
+    for m, by_lr in sweep["mean_over_run"].items():
+        tried = sorted(float(lr) for lr in by_lr)
+        best = float(sweep["best"][m])
+        if len(tried) < 2 or best not in (tried[0], tried[-1]):
+            continue
+        side, more = ("lowest", "lower") if best == tried[0] else ("highest", "higher")
+        out.append(
+            f"{m} chose {best:g}, the {side} rate it tried: a {more} one may do better; add one "
+            "to the sweep (--lr-sweep)."
+        )
+    return out
 
 
 def _learning_sentence(s: dict) -> str:

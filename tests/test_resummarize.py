@@ -178,3 +178,14 @@ def test_a_rate_chosen_inside_the_grid_raises_no_doubt():
         "bot chose 0.0004, the lowest rate it tried: a lower one may do better; add one to the "
         "sweep (--lr-sweep)."
     ]  # grpo's lies inside its grid; dapo tried one rate only
+
+
+def test_summarize_says_on_the_terminal_when_a_choice_lies_at_the_grid_edge(tmp_path, capsys):
+    root = _swept(tmp_path)
+    assert main(["summarize", str(root), "--out", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "note:    grpo chose 0.0002, the highest rate it tried" in out
+    assert "note:    bot chose 0.0001, the lowest rate it tried" in out
+    a = _comparison(tmp_path / "plain", 1e-4, ("grpo", "bot"))  # no sweep: nothing to say
+    assert main(["summarize", str(a), "--out", str(tmp_path / "o")]) == 0
+    assert "note:" not in capsys.readouterr().out

@@ -96,7 +96,22 @@ def compare_main(argv: Sequence[str]) -> int:
     )
     summary = _run_comparison(cfg, task)
     print(f"summary: {summary}\nplot:    {summary.parent / 'curves.png'}")
+    _print_sweep_edges(summary)
     return 0
+
+
+def _print_sweep_edges(summary: Path) -> None:
+    """A note per method whose swept rate lies at the edge of its grid (from summary.json)."""
+    import json
+
+    from botgrpo.harness.summary import sweep_edges
+
+    try:
+        sweep = json.loads(summary.with_suffix(".json").read_text()).get("lr_sweep")
+    except (OSError, ValueError):
+        return
+    for line in sweep_edges(sweep) if sweep else []:
+        print(f"note:    {line}")
 
 
 def demo_main(argv: Sequence[str]) -> int:
@@ -322,6 +337,7 @@ def summarize_main(argv: Sequence[str]) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from err
     print(f"summary: {summary}\nplot:    {summary.parent / 'curves.png'}")
+    _print_sweep_edges(summary)
     return 0
 
 

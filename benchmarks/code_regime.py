@@ -158,10 +158,12 @@ def point_config(args, point: str, methods, name: str = "", task: str = "", **kw
 
 def chosen_rates(args) -> dict[str, float]:
     """The rates the hardest React point's sweep chose, per method ({} before it has)."""
+    from botgrpo.harness.resummarize import read_sweep
+
     sweep = Path(args.out) / "regime-hard" / "lr_sweep.json"
     if not sweep.is_file():
         return {}
-    return {m: float(lr) for m, lr in json.loads(sweep.read_text())["best"].items()}
+    return {m: float(lr) for m, lr in read_sweep(sweep)["best"].items()}
 
 
 def sweeps_here(args, point: str) -> bool:
@@ -659,7 +661,9 @@ def main() -> None:
         metavar="RATE",
         help="with --warm-start-only: build the warm starts of these teacher slip rates",
     )
-    parser.add_argument("--device", default="cpu", help="where warm starts train: cpu or cuda")
+    parser.add_argument(
+        "--device", default="cpu", help="where warm starts train: cpu, cuda or cuda:N"
+    )
     parser.add_argument(
         "--keep-resume",
         action="store_true",

@@ -113,14 +113,16 @@ def records(root: Path) -> tuple[dict, ...]:
     if not summary.is_file():
         return tuple(found)
     rates = {m: float(v["lr"]) for m, v in json.loads(summary.read_text())["methods"].items()}
-    kept = select(found, (), rates)
-    missing = sorted(set(rates) - {r["method"] for r in kept})
-    if missing:
-        m = missing[0]
-        raise ValueError(
-            f"{root}: no finished run of {m} at the rate its summary.json names ({rates[m]:g}): "
-            "rerun the comparison's command to rewrite its summary"
+    try:
+        kept = select(
+            found,
+            (),
+            rates,
+            chosen_by="its summary.json names",
+            fix="rerun the comparison's command to rewrite its summary",
         )
+    except ValueError as err:
+        raise ValueError(f"{root}: {err}") from None
     return tuple(kept)
 
 

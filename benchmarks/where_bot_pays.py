@@ -13,7 +13,8 @@ ones. Those measurements are kept in ``--records`` (one JSON per setting), so th
 command resumes, and ``--report-only`` rewrites the page from what is there.
 
 Writes docs/results/where-bot-pays.md, .json and .png, and the copy of the map that
-``botgrpo diagnose`` reads (src/botgrpo/harness/where_bot_pays.json).
+``botgrpo diagnose`` reads (src/botgrpo/harness/where_bot_pays.json; with another ``--out``,
+only a ``--package-map`` named).
 
     python benchmarks/where_bot_pays.py [--records benchmarks/records/where-bot-pays]
         [--prompts 64] [--report-only]
@@ -72,20 +73,44 @@ def _path(text: str) -> Path:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=_path, default=RECORDS / "where-bot-pays")
-    parser.add_argument("--prompts", type=int, default=64, help="prompts per diagnosis")
-    parser.add_argument("--out", type=_path, default=RESULTS)
     parser.add_argument(
-        "--package-map", type=_path, default=PACKAGE_MAP, help="the copy diagnose reads"
+        "--records",
+        type=_path,
+        default=RECORDS / "where-bot-pays",
+        help="folder of the diagnoses, one JSON per setting, kept so the command resumes "
+        "(default: %(default)s)",
     )
-    parser.add_argument("--report-only", action="store_true")
+    parser.add_argument(
+        "--prompts", type=int, default=64, help="prompts per diagnosis (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--out",
+        type=_path,
+        default=RESULTS,
+        help="existing folder for where-bot-pays.md, .json and .png (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--package-map",
+        type=_path,
+        default=None,
+        help="where to write the copy of the map that `botgrpo diagnose` reads (default: the "
+        "package's own, src/botgrpo/harness/where_bot_pays.json, only when --out is "
+        "docs/results; with another --out, none unless named)",
+    )
+    parser.add_argument(
+        "--report-only",
+        action="store_true",
+        help="diagnose nothing: rewrite the map from the diagnoses already in --records",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     if not args.out.is_dir():
         parser.error(f"--out {args.out} is not a folder: pass an existing one (docs/results)")
-    if not args.package_map.parent.is_dir():
+    if args.package_map is None and args.out.resolve() == RESULTS.resolve():
+        args.package_map = PACKAGE_MAP
+    if args.package_map is not None and not args.package_map.parent.is_dir():
         parser.error(f"--package-map {args.package_map}: its folder does not exist")
-    if args.package_map.is_dir():
+    if args.package_map is not None and args.package_map.is_dir():
         parser.error(f"--package-map {args.package_map} is a folder: name the JSON file to write")
     if args.records.exists() and not args.records.is_dir():
         parser.error(f"--records {args.records} is a file: give a folder for the diagnoses")
@@ -99,11 +124,17 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(err))
     if not data["settings"]:
         parser.error(f"no stored comparison is diagnosed in {args.records}: nothing to map")
-    (args.out / "where-bot-pays.json").write_text(json.dumps(data, indent=2))
-    args.package_map.write_text(json.dumps(data, indent=2))
-    write_between_markers(args.out / "where-bot-pays.md", render_map(data))
-    plot_map(data, args.out / "where-bot-pays.png")
-    print(render_map(data))
+    # everything is rendered before anything is written: a failure leaves the old files whole
+    text = json.dumps(data, indent=2, allow_nan=False)
+    page = render_map(data)
+    plot = args.out / ".where-bot-pays.tmp.png"
+    plot_map(data, plot)
+    (args.out / "where-bot-pays.json").write_text(text)
+    if args.package_map is not None:
+        args.package_map.write_text(text)
+    write_between_markers(args.out / "where-bot-pays.md", page)
+    plot.replace(args.out / "where-bot-pays.png")
+    print(page)
 
 
 if __name__ == "__main__":

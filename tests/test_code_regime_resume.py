@@ -470,19 +470,20 @@ def test_runs_at_a_rate_the_comparison_no_longer_uses_stay_out_of_its_report(tmp
     root = tmp_path / "regime-hard"
     root.mkdir()
     shutil.copy(stored / "summary.json", root)
-    shutil.copytree(stored / "runs", root / "runs")
+    shutil.copytree(stored / "runs", root / "runs", ignore=shutil.ignore_patterns("trainer"))
     args = regime_args(tmp_path)
     before = script.report(args, "hard")
-    for seed in range(5):  # grpo at another rate, every evaluation at the ceiling
+    rate = json.loads((root / "summary.json").read_text())["methods"]["grpo"]["lr"]
+    for seed in range(5):  # grpo at a rate no run was made at, every evaluation at the ceiling
         src, dst = (
-            root / "runs" / f"grpo-lr0.0004-s{seed}",
-            root / "runs" / f"grpo-lr0.0002-s{seed}",
+            root / "runs" / f"grpo-lr{rate:g}-s{seed}",
+            root / "runs" / f"grpo-lr1e-05-s{seed}",
         )
         dst.mkdir()
         shutil.copy(src / "done.json", dst)
         lines = []
         for line in (src / "metrics.jsonl").read_text().splitlines():
-            r = {**json.loads(line), "lr": 2e-4}
+            r = {**json.loads(line), "lr": 1e-5}
             if r["kind"] == "eval":
                 r["sampled_compiled"] = 1.0
             lines.append(json.dumps(r))
@@ -507,7 +508,12 @@ def test_a_point_sweeps_its_own_rates_with_sweep_and_goes_on_with_it(tmp_path):
     script = load_script()
     (tmp_path / "regime-hard").mkdir()
     (tmp_path / "regime-hard" / "lr_sweep.json").write_text(
-        json.dumps({"best": {"grpo": 4e-4, "bot": 4e-4}})
+        json.dumps(
+            {
+                "best": {"grpo": 4e-4, "bot": 4e-4},
+                "mean_over_run": {"grpo": {"0.0004": 0.4}, "bot": {"0.0004": 0.5}},
+            }
+        )
     )
     common = dict(task="python", methods=["grpo", "bot"], rates=[2e-4, 4e-4], sweep_seeds=2)
     reused = script.config_for(regime_args(tmp_path, **common, sweep=False), "hard")

@@ -406,3 +406,57 @@ def test_ctrl_c_during_a_comparisons_run_ends_its_worker_at_once(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130 and "interrupted" in err, err
     assert "Traceback" not in err, err
+
+
+def test_compare_refuses_a_folder_of_the_users_files_it_would_replace(tmp_path, capsys):
+    """A folder botgrpo did not write, holding a config.json and a summary.md of the user's:
+    a comparison under that name would replace them; it ends in one line, changing nothing."""
+    mine = tmp_path / "runs" / "mine"
+    mine.mkdir(parents=True)
+    (mine / "config.json").write_text('{"my": "settings"}')
+    (mine / "summary.md").write_text("my notes\n")
+    before = {p: p.read_bytes() for p in mine.rglob("*")}
+    code = main(["compare", "--out-dir", str(tmp_path / "runs"), "--name", "mine"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "holds config.json, summary.md, which botgrpo did not write" in err
+    assert {p: p.read_bytes() for p in mine.rglob("*")} == before
+    assert not (tmp_path / "runs" / ".cache").exists()
+
+
+def test_compare_refuses_a_comparison_whose_finished_runs_were_made_otherwise(tmp_path, capsys):
+    """Another task's comparison under the same --name, with no run name in common: its finished
+    runs are checked at their own method, seed and rate, and the command ends before its
+    config.json or summary is replaced."""
+    root = _comparison_folder(tmp_path / "runs" / "cmp")
+    run = root / "runs" / "bot-lr0.0004-s0"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text("")
+    settings = {"method": "bot", "seed": 0, "learning_rate": 4e-4, "task": "react", "steps": 100}
+    (run / "done.json").write_text(json.dumps({"seconds": 1.0, "settings": settings}))
+    (root / "summary.md").write_text("the react comparison's summary\n")
+    before = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    args = ["compare", "--out-dir", str(tmp_path / "runs"), "--name", "cmp", "--task", "chain"]
+    code = main([*args, "--methods", "bot", "--seeds", "1", "--learning-rate", "1e-4"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "bot-lr0.0004-s0 holds a finished run made with different settings" in err
+    assert "task: 'react' -> 'chain'" in err and "use a new --name" in err
+    assert {p: p.read_bytes() for p in root.rglob("*") if p.is_file()} == before
+
+
+def test_a_starting_checkpoint_spelled_another_way_is_the_same(tmp_path, monkeypatch):
+    """Finished runs record their starting checkpoint as the command spelled it: the same
+    folder written relative or absolute, or the same cached warm start (its hash covers what
+    made it) under another --out-dir, does not make them incomparable; another model does."""
+    from botgrpo.harness.resume import changed_settings, same_model
+
+    monkeypatch.chdir(tmp_path)
+    assert same_model("out/.cache/warm-ab12", str(tmp_path / "out" / ".cache" / "warm-ab12"))
+    assert same_model("records/.cache/warm-ab12", "elsewhere/.cache/warm-ab12")
+    assert not same_model("records/.cache/warm-ab12", "records/.cache/warm-cd34")
+    assert not same_model("models/warm-ab12", "other/warm-ab12")  # not a cache entry
+    assert not same_model("out/model", "out/model2") and not same_model(None, "out/model")
+    stored = {"model_path": "out/.cache/warm-ab12", "steps": 50}
+    now = {"model_path": str(tmp_path / "out" / ".cache" / "warm-ab12"), "steps": 60}
+    assert changed_settings(stored, now) == ["steps"]

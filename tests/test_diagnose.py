@@ -294,6 +294,14 @@ def test_the_advice_on_fixed_figures(figures, expected, nearest_id):
     assert advise(figures, {"settings": [], "rule": {}})["try"] == "unknown"
 
 
+def test_a_diagnosis_on_few_prompts_says_its_figures_are_rough():
+    figures = {**diagnosis(0.75, 0.05), "prompts": 2}
+    why = " ".join(advise(figures, MAP)["why"])
+    assert "only 2 prompts were sampled" in why and "--prompts 64" in why
+    many = {**diagnosis(0.75, 0.05), "prompts": 64}
+    assert "prompts were sampled" not in " ".join(advise(many, MAP)["why"])
+
+
 def test_a_tie_names_the_most_any_tie_gained_over_the_run():
     """A tie is read from the speedup; over the run a tie may still keep a small gain, and the
     advice says how much the map's ties kept at most (nothing when none gained)."""

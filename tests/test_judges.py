@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import doctest
 import json
+import os
 import re
 import socket
 import threading
@@ -459,6 +460,9 @@ def test_cache_ignores_unreadable_or_foreign_entries(tmp_path: Path) -> None:
     assert cache.get(key) is None
     assert cache.put(key, "SCORE: 3", model="m")
     assert cache.get(key) == "SCORE: 3"
+    umask = os.umask(0o022)
+    os.umask(umask)
+    assert cache.path(key).stat().st_mode & 0o777 == 0o666 & ~umask  # not mkstemp's 0600
     cache.path(key).write_text("{not json", encoding="utf-8")
     assert cache.get(key) is None
     other = cache_key({"model": "n", "messages": []})

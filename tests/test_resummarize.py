@@ -189,3 +189,119 @@ def test_summarize_says_on_the_terminal_when_a_choice_lies_at_the_grid_edge(tmp_
     a = _comparison(tmp_path / "plain", 1e-4, ("grpo", "bot"))  # no sweep: nothing to say
     assert main(["summarize", str(a), "--out", str(tmp_path / "o")]) == 0
     assert "note:" not in capsys.readouterr().out
+
+
+def test_a_method_whose_chosen_rate_has_no_finished_runs_is_never_dropped(tmp_path, capsys):
+    """A sweep that chose a rate whose test runs have not finished: the summary would show the
+    other methods alone; it ends in one line naming the method, and writes nothing."""
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    report = {
+        "metric": "sampled_solved",
+        "sweep_seeds": 2,
+        "best": {"grpo": 2e-4, "bot": 1e-4},
+        "mean_over_run": {"grpo": {"0.0001": 0.3, "0.0002": 0.35}, "bot": {"0.0001": 0.4}},
+    }
+    (root / "lr_sweep.json").write_text(json.dumps(report))
+    with pytest.raises(ValueError, match=r"no finished run of grpo at the rate its learning-rate"):
+        resummarize([root], root)
+    assert main(["summarize", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "sweep chose in lr_sweep.json (0.0002; its runs are at 0.0001)" in err
+    assert not (root / "summary.json").exists()
+    # the rate that ran, asked for by name, is summarised
+    resummarize([root], tmp_path / "m", methods=("grpo@1e-4", "bot"))
+    assert set(json.loads((tmp_path / "m" / "summary.json").read_text())["methods"]) == {
+        "grpo",
+        "bot",
+    }
+
+
+def test_a_method_of_the_comparison_with_no_finished_run_is_named(tmp_path):
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    for run in (root / "runs").glob("bot-*"):
+        (run / "done.json").unlink()
+    with pytest.raises(ValueError, match="has no finished run of bot"):
+        resummarize([root], tmp_path / "m")
+    resummarize([root], tmp_path / "m", methods=("grpo",))  # the others, asked for
+
+
+def test_a_subset_of_a_comparison_with_rates_per_method(tmp_path):
+    """--methods bot on a comparison run with --method-lrs grpo=... bot=...: the subset keeps
+    bot's rate and drops grpo's (a config naming a method it does not run is invalid)."""
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"), method_lrs=("grpo=1e-4", "bot=1e-4"))
+    resummarize([root], tmp_path / "m", methods=("bot",))
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["methods"] == ["bot"] and cfg["method_lrs"] == ["bot=1e-4"]
+
+
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        ("[1, 2]", "needs the objects 'best' and 'mean_over_run'"),
+        ('{"mean_over_run": {}}', "needs the objects 'best' and 'mean_over_run'"),
+        ('{"best": {"bot": 1e-4}, "mean_over_run": {}}', "mean_over_run holds no scores of 'bot'"),
+        ('{"best": {"bot": "fast"}, "mean_over_run": {"bot": {}}}', "is not a learning rate"),
+        ('{"best": {"bot": 1e-4', "is not valid JSON"),
+    ],
+)
+def test_a_broken_sweep_record_is_named(tmp_path, content, says):
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    (root / "lr_sweep.json").write_text(content)
+    with pytest.raises(ValueError, match=r"lr_sweep\.json") as info:
+        resummarize([root], tmp_path / "m")
+    assert says in str(info.value) and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("kept", [0, 3])
+def test_a_finished_run_whose_records_were_cut_is_named(tmp_path, kept):
+    """A run with done.json evaluated at step 0 and at its last step; records that stop short
+    (a truncated or emptied metrics.jsonl) would pass for a run that learned less."""
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    for run in (root / "runs").iterdir():  # settings as botgrpo records them: with the budget
+        done = json.loads((run / "done.json").read_text())
+        done["settings"]["steps"] = 50
+        (run / "done.json").write_text(json.dumps(done))
+    resummarize([root], tmp_path / "whole")  # whole records: summarised
+    metrics = root / "runs" / "bot-lr0.0001-s1" / "metrics.jsonl"
+    metrics.write_text("".join(line + "\n" for line in metrics.read_text().splitlines()[:kept]))
+    with pytest.raises(ValueError, match=r"bot-lr0.0001-s1 is finished .* its records were cut"):
+        resummarize([root], tmp_path / "m")
+
+
+def test_summarize_in_place_keeps_the_measured_wall_time(tmp_path):
+    """A comparison's summary records the wall time its commands took; summarising it again in
+    place trains nothing and keeps that figure (a new folder estimates it from the runs)."""
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    resummarize([root], root)
+    s = json.loads((root / "summary.json").read_text())
+    assert s["wall_seconds"] == pytest.approx(6 * 60.0 / 2)  # no measure yet: 2 workers
+    s["wall_seconds"] = 1234.5
+    (root / "summary.json").write_text(json.dumps(s))
+    resummarize([root], root, metric="greedy_solved")
+    s = json.loads((root / "summary.json").read_text())
+    assert (s["wall_seconds"], s["wall_seconds_command"]) == (1234.5, 0.0)
+    assert "Wall time 20.6 min" in (root / "summary.md").read_text()
+
+
+def test_summaries_keep_the_permissions_a_new_file_gets(tmp_path):
+    """Files are written through a temporary file renamed into place; they get the permissions
+    open() would give (not mkstemp's owner-only 0600), and a replaced file keeps its own."""
+    import os
+
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    umask = os.umask(0o022)
+    try:
+        resummarize([root], root)
+        assert (root / "summary.json").stat().st_mode & 0o777 == 0o644
+        (root / "summary.md").chmod(0o640)
+        resummarize([root], root)
+        assert (root / "summary.md").stat().st_mode & 0o777 == 0o640
+        assert (root / ".botgrpo.json").stat().st_mode & 0o777 == 0o644
+    finally:
+        os.umask(umask)
+
+
+def test_a_greedy_metric_of_runs_evaluated_without_greedy_is_refused_for_what_it_is(tmp_path):
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"), greedy=False)
+    with pytest.raises(ValueError, match=r"without greedy completions.*--metric sampled_solved"):
+        resummarize([root], tmp_path / "m", metric="greedy_solved")

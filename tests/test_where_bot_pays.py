@@ -315,3 +315,59 @@ def test_a_tie_on_speed_that_led_over_the_run_says_so_and_a_bound_near_zero_keep
     entry = {"mean": 0.0192, "low": 0.00025, "high": 0.0382}
     assert render._iv(entry, "+.3f") == "+0.019 (+0.0003-+0.038)"
     assert render._iv({"mean": 0.0, "low": 0.0, "high": 0.01}, "+.3f") == "+0.000 (+0.000-+0.010)"
+
+
+def test_another_out_leaves_the_package_map_alone(tmp_path, monkeypatch):
+    """With --out other than docs/results and no --package-map, the map is written there only:
+    the package's copy that `botgrpo diagnose` reads is never replaced from a trial folder."""
+    script = load_script()
+    shipped = tmp_path / "shipped.json"
+    shipped.write_text("{}")
+    monkeypatch.setattr(script, "PACKAGE_MAP", shipped)
+    records = tmp_path / "records"
+    records.mkdir()
+    shutil.copy(ROOT / "benchmarks" / "records" / "where-bot-pays" / "react.json", records)
+    out = tmp_path / "out"
+    out.mkdir()
+    script.main(["--records", str(records), "--out", str(out), "--report-only"])
+    assert shipped.read_text() == "{}"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "where-bot-pays.json",
+        "where-bot-pays.md",
+        "where-bot-pays.png",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("section", "key", "value"),
+    [
+        ("figures", "local_share", float("nan")),
+        ("figures", "solved", "abc"),
+        ("figures", "grpo_no_signal", 1.5),
+        ("lengths", "mean_tokens", -3),
+    ],
+)
+def test_a_record_with_a_figure_out_of_range_is_named_before_anything_is_written(
+    tmp_path, capsys, section, key, value
+):
+    script = load_script()
+    records = tmp_path / "records"
+    records.mkdir()
+    record = json.loads(
+        (ROOT / "benchmarks" / "records" / "where-bot-pays" / "react.json").read_text()
+    )
+    entry = record[section][key]
+    if isinstance(entry, dict):
+        entry["value"] = value
+    else:
+        record[section][key] = value
+    (records / "react.json").write_text(json.dumps(record))
+    out = tmp_path / "out"
+    out.mkdir()
+    args = ["--records", str(records), "--out", str(out), "--package-map", str(out / "m.json")]
+    with pytest.raises(SystemExit) as exit_info:
+        script.main([*args, "--report-only"])
+    assert exit_info.value.code == 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert f"{section}.{key}" in last and "delete it to diagnose again" in last
+    assert list(out.iterdir()) == []

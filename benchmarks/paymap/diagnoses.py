@@ -5,6 +5,7 @@ and the first training step's figures of its kept runs, which check them."""
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from paymap.settings import RECORDS, Setting
@@ -42,6 +43,20 @@ def load_record(path: Path) -> dict:
         raise RecordError(
             f"{path} is not a diagnosis (no {', '.join(missing)}): delete it to diagnose again"
         )
+    for section, key in (k for k in RECORD_KEYS if len(k) > 1):
+        entry = record[section][key]
+        values = (
+            [entry.get(k) for k in ("value", "low", "high")] if isinstance(entry, dict) else [entry]
+        )
+        share = section == "figures"
+        for value in values:
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            if not number or not (0 <= value <= 1 if share else 0 < value < math.inf):
+                raise RecordError(
+                    f"{path}: {section}.{key} holds {value!r}, not "
+                    + ("a share in [0, 1]" if share else "a positive number")
+                    + ": delete it to diagnose again"
+                )
     return record
 
 

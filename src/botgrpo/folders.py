@@ -261,16 +261,32 @@ def command_line() -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
+def file_mode(path: str | Path) -> int:
+    """The permissions a file written at ``path`` should get: those of the file it replaces, or
+    what ``open()`` would give a new file (0o666 less the process's umask). A temporary file from
+    :func:`tempfile.mkstemp` is owner-only (0o600); renamed into place as is, it would take the
+    read permission from everyone else."""
+    try:
+        return Path(path).stat().st_mode & 0o7777
+    except OSError:
+        pass
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def atomic_write_text(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file beside it renamed into place: a
     reader, or a command interrupted half-way, sees the old file or the new one, never part."""
     path = Path(path)
+    mode = file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+            os.fchmod(handle.fileno(), mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

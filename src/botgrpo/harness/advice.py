@@ -42,6 +42,11 @@ MOSTLY_WRONG = 0.5
 SHORTCUT_PAYS = 0.8
 
 
+#: Below this many prompts a diagnosis's advice says its figures are rough: the map's settings
+#: were diagnosed on 64, whose intervals separate the sides of the rule.
+FEW_PROMPTS = 16
+
+
 def load_map(path: Path | None = None) -> dict:
     """The map's settings and rule; an empty map when none ships (advice then says so)."""
     path = path or MAP_PATH
@@ -352,6 +357,13 @@ def advise(result: dict, data: dict | None = None) -> dict:
             "pays more than most of the model's attempts, and a policy can learn to write it "
             "(docs/results/code-regime.md); score such an answer no higher than a failed "
             "attempt, or watch the completion length"
+        )
+    prompts = result.get("prompts")
+    if isinstance(prompts, int) and prompts < FEW_PROMPTS:
+        why.append(
+            f"only {prompts} prompts were sampled: each figure rests on {prompts} groups, its "
+            "interval is rough or collapses to one value, and the advice can change with more; "
+            "the map's settings were diagnosed on 64 (--prompts 64)"
         )
     if verdicts.get("wrong_in_solved") and verdicts["wrong_in_solved"] > 0.2:
         why.append(

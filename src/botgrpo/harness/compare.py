@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import multiprocessing
 import os
 import random
@@ -27,6 +26,7 @@ from tqdm.auto import tqdm
 from botgrpo.folders import (
     atomic_write_text,
     check_folder_kind,
+    check_no_foreign_files,
     check_not_busy,
     check_outside_owned,
     command_line,
@@ -38,6 +38,7 @@ from botgrpo.harness.progress import QuietProgress
 from botgrpo.harness.resume import resume_point
 from botgrpo.harness.runner import (
     RunSpec,
+    SettingsChanged,
     execute_run,
     is_done,
     read_progress,
@@ -46,6 +47,23 @@ from botgrpo.harness.runner import (
 )
 from botgrpo.harness.warmstart import WarmStartConfig, warm_start, warm_start_path
 from botgrpo.tasks.vocabulary import check_tiny_vocabulary
+
+#: What a comparison writes in its folder: in a folder botgrpo did not write, these are the
+#: user's, and the comparison is refused rather than replace them.
+COMPARISON_FILES = (
+    "config.json",
+    "metrics.jsonl",
+    "summary.md",
+    "summary.json",
+    "curves.png",
+    "lr_sweep.json",
+    "lr_sweep.png",
+    "runs",
+    "sweep",
+)
+
+#: A comparison's subfolders of runs and the held-out stream each is evaluated on.
+RUN_FOLDERS = {"runs": "test", "sweep": "validation"}
 
 
 def _progress_of(spec: RunSpec) -> tuple[int, str]:
@@ -256,6 +274,7 @@ def check_inputs(cfg: CompareConfig):
     check_outside_owned(cfg.out_dir, "out_dir")
     root = Path(cfg.out_dir).expanduser() / cfg.name
     check_folder_kind(root, "comparison", what="comparison folder")
+    check_no_foreign_files(root, COMPARISON_FILES, "comparison folder")
     check_not_busy(root, "comparison folder")
     task = clean_task(with_verdict_noise(load_task(cfg.task), cfg.verdict_noise))
     if cfg.step_verifier:
@@ -308,18 +327,52 @@ def check_task_metric(metric: str, task) -> None:
 
 def check_resumable(cfg: CompareConfig, root: Path, model_path: str | Path) -> None:
     """Raise :class:`~botgrpo.harness.runner.SettingsChanged` now, before anything trains, when
-    a finished run in ``root`` (of the sweep or of the seeds, at any candidate rate) was made
-    with other settings."""
+    a finished run in ``root`` was made with other settings: a run this command would reuse (of
+    the sweep or of the seeds, at any candidate rate), or any other finished run there, taken
+    at its own method, seed and rate (a folder of another task's or budget's comparison would
+    otherwise be taken over, its config and summary replaced, when no run name collides)."""
     rates = {m: {lr} for m, lr in cfg.learning_rates().items()}
     for m in rates:
         rates[m].update(cfg.lr_sweep)
-    folders = [("runs", range(cfg.seeds), "test"), ("sweep", range(cfg.sweep_seeds), "validation")]
-    for folder, seeds, stream in folders:
+    folders = [("runs", range(cfg.seeds)), ("sweep", range(cfg.sweep_seeds))]
+    for folder, seeds in folders:
         for m, lrs in rates.items():
             for lr in lrs:
                 for seed in seeds:
                     run_dir = str(root / folder / run_label(m, seed, lr))
-                    is_done(RunSpec(m, seed, lr, str(model_path), run_dir, cfg, stream=stream))
+                    spec = RunSpec(m, seed, lr, str(model_path), run_dir, cfg, RUN_FOLDERS[folder])
+                    is_done(spec)
+    for folder, stream in RUN_FOLDERS.items():
+        for done in sorted((root / folder).glob("*/done.json")):
+            spec = _stored_spec(done, cfg, model_path, stream)
+            if spec is not None:
+                is_done(spec)
+
+
+def _stored_spec(
+    done: Path, cfg: CompareConfig, model_path: str | Path, stream: str
+) -> RunSpec | None:
+    """The spec of the finished run whose ``done.json`` is ``done``, under ``cfg``: its own
+    method, seed and rate, this command's other settings (None for a run recorded before
+    settings were, which has nothing to compare)."""
+    from botgrpo.trl.presets import PRESETS
+
+    run_dir = done.parent
+    try:
+        stored = json.loads(done.read_text()).get("settings")
+        if stored is None:
+            return None
+        method, seed, lr = stored["method"], int(stored["seed"]), float(stored["learning_rate"])
+    except (ValueError, TypeError, KeyError, AttributeError):
+        raise SettingsChanged(
+            f"{done} is not a done.json written by botgrpo; delete that run folder to rerun it"
+        ) from None
+    if method not in PRESETS:
+        raise SettingsChanged(
+            f"{run_dir} holds a finished run of method {method!r}, which this botgrpo does not "
+            "know: use a new --name, or delete that folder"
+        )
+    return RunSpec(method, seed, lr, str(model_path), str(run_dir), cfg, stream)
 
 
 def warm_start_config(cfg: CompareConfig, task) -> WarmStartConfig:
@@ -379,7 +432,7 @@ def compare(cfg: CompareConfig, task=None) -> Path:
     :func:`check_inputs` returned for ``cfg``, when the caller has checked already."""
     from botgrpo.harness.plots import plot_curves, plot_lr_sweep
     from botgrpo.harness.results import collect, load_records
-    from botgrpo.harness.summary import write_summary
+    from botgrpo.harness.summary import recorded_wall_seconds, write_summary
 
     if task is None:
         task = check_inputs(cfg)
@@ -393,7 +446,7 @@ def compare(cfg: CompareConfig, task=None) -> Path:
         model_path = planned_checkpoint(cfg, task)
     check_resumable(cfg, root, model_path)
     with own_folder(root, "comparison", command_line(), what="comparison folder"):
-        earlier = _earlier_wall_seconds(root / "summary.json")
+        earlier = recorded_wall_seconds(root / "summary.json")
         atomic_write_text(root / "config.json", json.dumps(cfg.__dict__, indent=2, default=list))
         if not cfg.init_model:
             model_path = starting_checkpoint(cfg, task)
@@ -419,15 +472,6 @@ def compare(cfg: CompareConfig, task=None) -> Path:
         if sweep is not None:
             plot_lr_sweep(sweep, root / "lr_sweep.png")
     return summary
-
-
-def _earlier_wall_seconds(path: Path) -> float:
-    """The wall time an earlier command's summary in this folder recorded (0 without one)."""
-    try:
-        seconds = float(json.loads(path.read_text())["wall_seconds"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return 0.0
-    return seconds if math.isfinite(seconds) and seconds > 0 else 0.0
 
 
 def _run_seconds(specs: list[RunSpec]) -> dict[str, list[float]]:

@@ -77,12 +77,33 @@ def comparison_records(root: str | Path) -> list[dict]:
     root = Path(root)
     done = sorted(p.parent for p in (root / "runs").glob("*/done.json"))
     if done:
-        return [r for d in done for r in load_records(d / "metrics.jsonl")]
+        return [r for d in done for r in _finished_run_records(d)]
     if (root / "metrics.jsonl").is_file():
         return load_records(root / "metrics.jsonl")
     raise ValueError(
         f"{root} keeps no runs' records (runs/*/metrics.jsonl with done.json, or a merged "
         "metrics.jsonl): no run of the comparison has finished there"
+    )
+
+
+def _finished_run_records(run_dir: Path) -> list[dict]:
+    """The records of a finished run, checked whole: a finished run evaluated at step 0 and at
+    its last step (its ``done.json`` names the budget), so records that stop short were cut
+    (a truncated or emptied ``metrics.jsonl``) and would pass for a run that learned less."""
+    records = load_records(run_dir / "metrics.jsonl")
+    try:
+        steps = json.loads((run_dir / "done.json").read_text())["settings"]["steps"]
+    except (OSError, ValueError, TypeError, KeyError):
+        return records  # recorded before settings were: nothing to check against
+    evals = {r["step"] for r in records if r["kind"] == "eval"}
+    if not isinstance(steps, int) or (0 in evals and steps in evals):
+        return records
+    last = max(evals, default=None)
+    raise ValueError(
+        f"{run_dir} is finished (done.json) but its metrics.jsonl "
+        + ("holds no evaluation" if last is None else f"has no evaluation at step {steps}")
+        + f" of its {steps} steps: its records were cut; delete that run folder and run the "
+        "comparison's command again to train it anew"
     )
 
 

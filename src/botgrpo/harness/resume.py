@@ -111,13 +111,43 @@ def started_settings(run_dir: Path) -> dict | None:
         return None
 
 
+def same_model(a, b) -> bool:
+    """Whether two recorded starting checkpoints are the same: the same path however it was
+    spelled (relative to another working folder, or absolute), or the same cached warm start
+    (``warm-<hash>``, the hash covering everything that made it) in another ``--out-dir``."""
+    if a == b:
+        return True
+    if not isinstance(a, str) or not isinstance(b, str):
+        return False
+    pa, pb = Path(a), Path(b)
+    if pa.name == pb.name and pa.name.startswith("warm-") and pa.parent.name == ".cache":
+        return pb.parent.name == ".cache"
+    try:
+        return pa.resolve() == pb.resolve()
+    except (OSError, RuntimeError):
+        return False
+
+
+def changed_settings(stored: dict, now: dict) -> list[str]:
+    """The keys whose values differ between two runs' recorded settings (the starting
+    checkpoint compared by :func:`same_model`)."""
+    return sorted(
+        k
+        for k in now.keys() | stored.keys()
+        if now.get(k) != stored.get(k)
+        and not (k == "model_path" and same_model(stored.get(k), now.get(k)))
+    )
+
+
 def resume_point(run_dir: Path, settings: dict) -> tuple[Path, int] | None:
     """(checkpoint folder, its step) to resume ``run_dir`` from: the newest complete
     checkpoint whose step has its evaluation recorded, when the run started with ``settings``
     and its drift reference is there; None = start over."""
     run_dir = Path(run_dir)
+    started = started_settings(run_dir)
     if (
-        started_settings(run_dir) != settings
+        not isinstance(started, dict)
+        or changed_settings(started, settings)
         or not (trainer_folder(run_dir) / DRIFT_REFERENCE).is_file()
     ):
         return None

@@ -118,20 +118,39 @@ def _parse_choice(text: str) -> tuple[str, float | None]:
 
 
 def select(
-    records: list[dict], choices: tuple[str, ...], swept: dict[str, float] | None = None
+    records: list[dict],
+    choices: tuple[str, ...],
+    swept: dict[str, float] | None = None,
+    *,
+    chosen_by: str = "its learning-rate sweep chose in lr_sweep.json",
+    fix: str = "finish them with the same `botgrpo compare` command, or summarise a rate that "
+    "ran with --methods METHOD@RATE and --out",
 ) -> list[dict]:
     """The records of the chosen methods, each at its chosen rate: the one given in
     ``choices``, else the one a learning-rate sweep chose (``swept``); a method still found at
-    several rates must be given one."""
+    several rates must be given one. A method whose rate in ``swept`` has no records is a
+    ValueError (never dropped silently), its message naming where the rate came from
+    (``chosen_by``) and ``fix``."""
     swept = swept or {}
     wanted: dict[str, float | None] = dict(_parse_choice(c) for c in choices)
-    rate = {m: wanted.get(m) or swept.get(m) for m in (wanted or {r["method"] for r in records})}
+    found: dict[str, set] = {}
+    for r in records:
+        found.setdefault(r["method"], set()).add(r.get("lr"))
+    rate = {m: wanted.get(m) or swept.get(m) for m in (wanted or found)}
     records = [
         r for r in records if r["method"] in rate and rate[r["method"]] in (None, r.get("lr"))
     ]
     missing = sorted(set(wanted) - {r["method"] for r in records})
     if missing:
         raise ValueError(f"no finished runs of {', '.join(missing)} (at the rate given)")
+    unrun = sorted(set(rate) - set(wanted) - {r["method"] for r in records})
+    if unrun:  # a sweep chose a rate whose runs are not finished: never drop the method silently
+        m = unrun[0]
+        others = ", ".join(f"{lr:g}" for lr in sorted(lr for lr in found[m] if lr is not None))
+        raise ValueError(
+            f"no finished run of {m} at the rate {chosen_by} ({rate[m]:g}; its runs are at "
+            f"{others}): {fix}"
+        )
     rates: dict[str, set] = {}
     for r in records:
         rates.setdefault(r["method"], set()).add(r.get("lr"))
@@ -144,10 +163,31 @@ def select(
     return records
 
 
+def read_sweep(path: Path) -> dict:
+    """A comparison's ``lr_sweep.json``, checked: a JSON object whose ``best`` maps each swept
+    method to a positive rate and whose ``mean_over_run`` holds a score for each of them.
+    ValueError naming the file otherwise."""
+    fix = "rerun the comparison's `botgrpo compare` command to rewrite it"
+    try:
+        report = json.loads(path.read_text())
+    except ValueError as err:
+        raise ValueError(f"{path} is not valid JSON ({err}); {fix}") from None
+    best = report.get("best") if isinstance(report, dict) else None
+    scores = report.get("mean_over_run") if isinstance(report, dict) else None
+    if not isinstance(best, dict) or not isinstance(scores, dict):
+        raise ValueError(f"{path} needs the objects 'best' and 'mean_over_run'; {fix}")
+    for m, lr in best.items():
+        if isinstance(lr, bool) or not isinstance(lr, int | float) or not 0 < lr < math.inf:
+            raise ValueError(f"{path}: best[{m!r}] = {lr!r} is not a learning rate; {fix}")
+        if m not in scores:
+            raise ValueError(f"{path}: mean_over_run holds no scores of {m!r}; {fix}")
+    return report
+
+
 def sweep_report(roots: list[Path]) -> dict | None:
     """The learning-rate sweeps (lr_sweep.json) of the folders, merged; None when none swept."""
     reports = [
-        (root, json.loads((root / "lr_sweep.json").read_text()))
+        (root, read_sweep(root / "lr_sweep.json"))
         for root in roots
         if (root / "lr_sweep.json").is_file()
     ]
@@ -253,7 +293,7 @@ def resummarize(
     """Write summary.md, summary.json and curves.png into ``out`` from the runs of ``roots``;
     returns the path of summary.md."""
     from botgrpo.harness.plots import plot_curves, plot_lr_sweep
-    from botgrpo.harness.summary import write_summary
+    from botgrpo.harness.summary import recorded_wall_seconds, write_summary
 
     if methods and out.resolve() in {r.resolve() for r in roots}:
         raise ValueError("a subset of methods goes to a new folder: pass --out")
@@ -271,11 +311,27 @@ def resummarize(
             "check that no run's metrics.jsonl repeats a step"
         )
     names = tuple(sorted({r["method"] for r in records}))
+    if not methods:  # never drop a method of the comparisons silently
+        for cfg_i, root in zip(configs, roots, strict=True):
+            absent = [m for m in cfg_i.methods if m not in names]
+            if absent:
+                raise ValueError(
+                    f"{root} has no finished run of {', '.join(absent)}: finish them with the "
+                    "same `botgrpo compare` command, or summarise the others with --methods "
+                    "and --out"
+                )
     seeds = {r["seed"] for r in records}
+    if metric and metric.startswith("greedy") and not configs[0].greedy:
+        raise ValueError(
+            f"the runs of {roots[0]} were evaluated without greedy completions (--greedy "
+            f"false), so they hold no {metric}: summarise a sampled metric (--metric "
+            f"sampled_{metric.partition('_')[2]})"
+        )
     cfg = dataclasses.replace(
         configs[0],
         name=out.name,
         methods=names,
+        method_lrs=tuple(i for i in configs[0].method_lrs if i.partition("=")[0] in names),
         seeds=len(seeds),
         metric=metric or configs[0].metric,
         thresholds=thresholds or configs[0].thresholds,
@@ -292,14 +348,18 @@ def resummarize(
         if not in_place:  # a comparison's own config.json and metrics.jsonl stay its own
             atomic_write_text(out / "config.json", json.dumps(cfg.__dict__, indent=2, default=list))
             atomic_write_text(out / "metrics.jsonl", "".join(json.dumps(r) + "\n" for r in records))
+        # in place, the comparison's own summary measured the commands that ran it; a new
+        # folder (or a comparison without one) estimates it from its runs' times
+        measured = recorded_wall_seconds(out / "summary.json") if in_place else 0.0
         summary = write_summary(
             records,
             cfg,
             lrs,
             out / "summary.md",
-            seconds=_wall_seconds(run_seconds, cfg.workers),
+            seconds=0.0 if measured else _wall_seconds(run_seconds, cfg.workers),
             run_seconds=run_seconds,
             lr_sweep=sweep,
+            earlier_seconds=measured,
         )
         thr = json.loads(summary.with_suffix(".json").read_text())["thresholds"]
         plot_curves(records, out / "curves.png", cfg.metric, f"{cfg.name}: {cfg.task}", thr)

@@ -25,6 +25,7 @@ from botgrpo.harness.resume import (
     STARTED_FILE,
     DriftReference,
     RunClock,
+    changed_settings,
     keep_peak_memory,
     keep_records_to,
     note_resumed,
@@ -172,7 +173,7 @@ def is_done(spec: RunSpec) -> bool:
     if stored is None:  # written before settings were recorded: nothing to compare
         return True
     now = run_settings(spec)
-    changed = sorted(k for k in now.keys() | stored.keys() if now.get(k) != stored.get(k))
+    changed = changed_settings(stored, now)
     if changed == ["eval_rng"]:
         raise SettingsChanged(
             f"{spec.run_dir} holds a run made by an older botgrpo whose evaluations drew from "
@@ -366,9 +367,10 @@ def _resume_point(out: Path, settings: dict, label: str):
     there is not taken (the run then starts over)."""
     point = resume_point(out, settings)
     if point is None and any(trainer_folder(out).glob("checkpoint-*")):
+        started = started_settings(out)
         why = (
             "was made with other settings"
-            if started_settings(out) not in (None, settings)
+            if isinstance(started, dict) and changed_settings(started, settings)
             else "is incomplete or unreadable"
         )
         print(

@@ -10,6 +10,7 @@ best other baseline (fewest mean steps to the middle threshold among dr_grpo, da
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict
 from pathlib import Path
 
@@ -472,6 +473,16 @@ def _noise_line(spec: str, lines: bool = False) -> str:
         f"(`--verdict-noise {spec}`); evaluations read clean verdicts, and outcome-only "
         "methods see no verdicts."
     )
+
+
+def recorded_wall_seconds(path: Path) -> float:
+    """The wall time a folder's ``summary.json`` recorded for the commands that built it (0
+    without a usable one)."""
+    try:
+        seconds = float(json.loads(path.read_text())["wall_seconds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return 0.0
+    return seconds if math.isfinite(seconds) and seconds > 0 else 0.0
 
 
 def _wall_line(s: dict) -> str:

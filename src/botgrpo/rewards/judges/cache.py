@@ -19,6 +19,17 @@ from pathlib import Path
 from typing import Any
 
 
+def _umask() -> int:
+    umask = os.umask(0o022)
+    os.umask(umask)
+    return umask
+
+
+#: What ``open()`` gives a new file (0o666 less the umask): a cached answer is readable by whoever
+#: could read the cache, not owner-only like :func:`tempfile.mkstemp`'s file.
+_NEW_FILE_MODE = 0o666 & ~_umask()
+
+
 def cache_key(payload: Mapping[str, Any]) -> str:
     """The SHA-256 hex digest of the canonical JSON of a request body.
 
@@ -64,6 +75,7 @@ class JudgeCache:
             try:
                 with os.fdopen(fd, "w", encoding="utf-8") as handle:
                     json.dump(record, handle, ensure_ascii=False)
+                    os.fchmod(handle.fileno(), _NEW_FILE_MODE)
                 os.replace(tmp, target)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)

@@ -43,7 +43,7 @@ def _comparison(root: Path, lr: float, methods: tuple[str, ...], seeds: int = 3,
                 for i, v in enumerate(CURVES[method])
             ]
             (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-            settings = {"method": method, "seed": seed, "learning_rate": lr}
+            settings = {"method": method, "seed": seed, "learning_rate": lr, "steps": cfg.steps}
             (run / "done.json").write_text(json.dumps({"seconds": 60.0, "settings": settings}))
     return root
 
@@ -257,10 +257,6 @@ def test_a_finished_run_whose_records_were_cut_is_named(tmp_path, kept):
     """A run with done.json evaluated at step 0 and at its last step; records that stop short
     (a truncated or emptied metrics.jsonl) would pass for a run that learned less."""
     root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
-    for run in (root / "runs").iterdir():  # settings as botgrpo records them: with the budget
-        done = json.loads((run / "done.json").read_text())
-        done["settings"]["steps"] = 50
-        (run / "done.json").write_text(json.dumps(done))
     resummarize([root], tmp_path / "whole")  # whole records: summarised
     metrics = root / "runs" / "bot-lr0.0001-s1" / "metrics.jsonl"
     metrics.write_text("".join(line + "\n" for line in metrics.read_text().splitlines()[:kept]))
@@ -305,3 +301,18 @@ def test_a_greedy_metric_of_runs_evaluated_without_greedy_is_refused_for_what_it
     root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"), greedy=False)
     with pytest.raises(ValueError, match=r"without greedy completions.*--metric sampled_solved"):
         resummarize([root], tmp_path / "m", metric="greedy_solved")
+
+
+@pytest.mark.parametrize(
+    "done",
+    [
+        {"seconds": "abc", "settings": {"steps": 50}},
+        {"seconds": 60.0, "settings": {}},
+        {"seconds": 60.0, "settings": "fast"},
+    ],
+)
+def test_a_done_json_botgrpo_did_not_write_is_named(tmp_path, done):
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    (root / "runs" / "bot-lr0.0001-s2" / "done.json").write_text(json.dumps(done))
+    with pytest.raises(ValueError, match=r"bot-lr0.0001-s2/done.json is not a done.json"):
+        resummarize([root], tmp_path / "m")

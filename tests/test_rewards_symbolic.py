@@ -212,3 +212,46 @@ def test_check_answer_in_a_worker_thread():
 def test_answer_config_is_validated():
     with pytest.raises(ValueError, match="timeout_s"):
         AnswerConfig(timeout_s=0)
+
+
+@pytest.mark.parametrize(
+    ("prediction", "gold", "correct"),
+    [
+        # several candidates are not the answer: plain text is not cut to its last number
+        ("(3, 4)", "4", False),
+        ("2, 3", "3", False),
+        ("12 or 13", "13", False),
+        ("2 and 3", "3", False),
+        # a tuple, a list or a set compares as one, however it is spaced
+        ("(1, 2)", "(1,2)", True),
+        ("[1, 2]", "[1,2]", True),
+        ("x = -1, 1", "-1,1", True),
+        # LaTeX's thousands separator, and a percent sign with or without its backslash
+        ("1{,}234", "1234", True),
+        ("1{,}234", "1", False),
+        ("50%", "50", True),
+        ("50\\%", "50", True),
+        # a single number with words around it still reads as that number
+        ("12 dollars", "12", True),
+        ("x = 5", "5", True),
+    ],
+)
+def test_check_answer_reads_plain_text_answers_whole(prediction, gold, correct):
+    assert check_answer(prediction, gold).correct is correct
+
+
+@pytest.mark.parametrize(
+    ("step", "verdict"),
+    [
+        ("5 *\n2 = 10", 0),  # cut by a line break: the claim's left side is not all there
+        ("5 *\n2 = 11", 0),
+        ("- 3 + 4 = 7", 1),  # a Markdown list item
+        ("* 3 + 4 = 7", 1),
+        ("- 3 + 4 = 1", 1),  # or a minus sign written apart: right under either reading
+        ("- 3 + 4 = 8", -1),  # false under both
+        ("  - 2 + 3 = 5\n  - 5 * 2 = 10", 1),
+        ("3 + 4 = 7\n- 5 + 1 = 7", -1),
+    ],
+)
+def test_line_breaks_and_list_markers_never_make_a_right_step_false(step, verdict):
+    assert check_step(step).verdict == verdict

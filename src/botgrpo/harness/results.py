@@ -91,12 +91,25 @@ def _finished_run_records(run_dir: Path) -> list[dict]:
     its last step (its ``done.json`` names the budget), so records that stop short were cut
     (a truncated or emptied ``metrics.jsonl``) and would pass for a run that learned less."""
     records = load_records(run_dir / "metrics.jsonl")
+    path = run_dir / "done.json"
     try:
-        steps = json.loads((run_dir / "done.json").read_text())["settings"]["steps"]
-    except (OSError, ValueError, TypeError, KeyError):
+        done = json.loads(path.read_text())
+    except (OSError, ValueError):
+        done = None
+    settings = done.get("settings") if isinstance(done, dict) else None
+    if isinstance(done, dict) and settings is None and "settings" not in done:
         return records  # recorded before settings were: nothing to check against
+    steps = settings.get("steps") if isinstance(settings, dict) else None
+    seconds = done.get("seconds") if isinstance(done, dict) else None
+    number = isinstance(seconds, int | float) and not isinstance(seconds, bool)
+    if not isinstance(steps, int) or isinstance(steps, bool) or not number:
+        raise ValueError(
+            f"{path} is not a done.json botgrpo wrote (it needs the run's settings with its "
+            "steps, and a number of seconds): delete that run folder and run the comparison's "
+            "command again to train it anew"
+        )
     evals = {r["step"] for r in records if r["kind"] == "eval"}
-    if not isinstance(steps, int) or (0 in evals and steps in evals):
+    if 0 in evals and steps in evals:
         return records
     last = max(evals, default=None)
     raise ValueError(

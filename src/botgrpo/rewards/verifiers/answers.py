@@ -88,11 +88,18 @@ _EXACT = SymbolicConfig(allow_symbols=False, max_claim_chars=200)
 
 _DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed")
 
+#: A number in plain text: two or more in an answer make it a tuple, a list, a set or an
+#: expression, which math-verify's plain-expression reader would cut to its last number.
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
 
 def _parse(text: str, timeout: int | None) -> list[Any]:
-    """math-verify's parse; short bare LaTeX (no ``$``, ``\\(``, ``\\[``, ``\\boxed``) is read
-    inside ``$...$`` first (math-verify's plain-expression reader would see only its numbers)."""
-    bare_latex = "\\" in text and not _DELIMITED.search(text) and len(text) <= 500
+    """math-verify's parse. Short text is read inside ``$...$`` first when it is bare LaTeX (no
+    ``$``, ``\\(``, ``\\[``, ``\\boxed``) or holds two or more numbers: math-verify's
+    plain-expression reader keeps only the last number it finds, so ``(3, 4)`` or ``12 or 13``
+    would match a reference of 4 or 13, and a policy listing candidates would be paid."""
+    short = len(text) <= 500 and not _DELIMITED.search(text)
+    bare_latex = short and ("\\" in text or len(_NUMBER.findall(text)) >= 2)
     if bare_latex:
         parsed = parse(f"${text}$", parsing_timeout=timeout)  # type: ignore[arg-type]
         if parsed:
@@ -147,7 +154,8 @@ def check_answer(
     prediction = prediction[-config.max_chars :]
     pred_core, gold_core = _unwrap(prediction), _unwrap(str(gold))
     a, b = evaluate_arithmetic(pred_core, _EXACT), evaluate_arithmetic(gold_core, _EXACT)
-    if a is not None and b is not None:
+    percent = "%" in pred_core or "%" in gold_core  # 50% against 50: math-verify's reading
+    if a is not None and b is not None and not percent:
         if a == b:
             return AnswerCheck(True, "exact")
         if "." not in pred_core and "." not in gold_core:

@@ -23,7 +23,11 @@ after it starts the claim: ``c:-6-2=-8`` holds. Numbers written against a colon 
 Conservative by design: a false -1 hurts training more than a missing verdict, so
 
 - a side that is not an arithmetic expression makes its claim uncheckable; a segment next to
-  an operator word ("25% of 80 = 20", "3 times 4 = 12") drops the claim on that side;
+  an operator word ("25% of 80 = 20", "3 times 4 = 12") drops the claim on that side, and so
+  does an expression cut by a line break after an operator ("5 *\\n2 = 10");
+- a line opening with ``-``, ``*``, ``+`` or ``•`` and a space is read as a Markdown list item
+  ("- 3 + 4 = 7" holds), unless reading the marks as signs makes every claim hold
+  ("- 3 + 4 = 1"): a step is false only where it is false under both readings;
 - a side written as a decimal with k places matches the other side rounded or truncated to k
   places (``1/3 = 0.33``, ``2/3 = 0.67``, ``22/7 = 3.14``; not ``22/7 = 3.15``) when
   ``decimal_tolerance`` is on; a stray bracket at the outer end of a chain is ignored
@@ -524,12 +528,15 @@ def _segments(toks: list[_Tok]) -> list[tuple[list[_Tok], bool, bool]]:
             out.append((current, taint_left, known or (word and glued_prev)))
         nxt = toks[k + 1] if k + 1 < len(toks) else None
         glued_next = nxt is not None and not nxt.space_before and nxt.kind in ("lp", "num", "var")
+        # "5 *\n2 = 10": an expression cut by a line break (or a mark) goes on after it
+        dangling = bool(current) and current[-1].kind == "op"
         if t.kind == "other" and t.text in _SEPARATORS:
             taint_left = _separator_taints(t, current, nxt, glued_prev and not label_index)
+            taint_left = taint_left or dangling
         else:
             # "3cm + 4 = 7": an operator after a unit word continues the phrase before it.
             continued = nxt is not None and nxt.kind == "op" and (glued_prev or nxt.text in "+*/^")
-            taint_left = known or (word and glued_next) or continued
+            taint_left = known or (word and glued_next) or continued or dangling
         after_label_word, current = word and t.text.lower() in _LABEL_WORDS, []
     if current:
         out.append((current, taint_left, False))
@@ -658,6 +665,22 @@ def check_step(text: str, config: SymbolicConfig | None = None) -> StepCheck:
     0
     """
     cfg = config or SymbolicConfig()
+    unmarked = _BULLET.sub(lambda m: m.group(1) + " " * len(m.group(2)), text)
+    if unmarked == text:
+        return _check_claims(text, cfg)
+    # "- 3 + 4 = 7": a list marker or a minus sign. Read as a list, unless the marks read as
+    # signs make every claim of the list reading hold ("- 3 + 4 = 1"): a step is judged false
+    # only where it is false under both readings.
+    as_written, as_item = _check_claims(text, cfg), _check_claims(unmarked, cfg)
+    signs_hold = as_written.verdict == 1 and len(as_written.claims) >= len(as_item.claims)
+    return as_written if signs_hold and as_item.verdict != 1 else as_item
+
+
+#: A Markdown list marker opening a line: ``-``, ``*``, ``+`` or ``•`` and a space.
+_BULLET = re.compile(r"(^|\n)([ \t]*[-*+•][ \t])")
+
+
+def _check_claims(text: str, cfg: SymbolicConfig) -> StepCheck:
     deadline = time.perf_counter() + cfg.max_seconds
     claims: list[Claim] = []
     for seg, taint_l, taint_r in _segments(_drop_list_label(_tokenize(text))):

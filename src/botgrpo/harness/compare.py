@@ -48,8 +48,9 @@ from botgrpo.harness.runner import (
 from botgrpo.harness.warmstart import WarmStartConfig, warm_start, warm_start_path
 from botgrpo.tasks.vocabulary import check_tiny_vocabulary
 
-#: What a comparison writes in its folder: in a folder botgrpo did not write, these are the
-#: user's, and the comparison is refused rather than replace them.
+#: The files a comparison replaces in its folder: in a folder botgrpo did not write, these are
+#: the user's, and the comparison is refused rather than replace them (its runs go into
+#: ``runs/`` and ``sweep/``, one new folder each, whose finished runs are checked on resume).
 COMPARISON_FILES = (
     "config.json",
     "metrics.jsonl",
@@ -58,8 +59,6 @@ COMPARISON_FILES = (
     "curves.png",
     "lr_sweep.json",
     "lr_sweep.png",
-    "runs",
-    "sweep",
 )
 
 #: A comparison's subfolders of runs and the held-out stream each is evaluated on.

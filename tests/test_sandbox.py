@@ -575,6 +575,35 @@ def test_test_runner_refuses_bad_tests():
         run_python_tests("def f(): pass", [], "f")
 
 
+SQUARE_WRONG, SQUARE_RIGHT = "def sq(x):\n    return 0\n", "def sq(x):\n    return x * x\n"
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        # unittest: each test method is a case; unittest.main() (which would exit) is dropped
+        "import unittest\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+        "        self.assertEqual(sq(2), 4)\n    def test_b(self):\n"
+        "        self.assertEqual(sq(3), 9)\nif __name__ == '__main__':\n    unittest.main()\n",
+        # pytest: each top-level test function is a case, imports or not
+        "import math\ndef test_a():\n    assert sq(2) == 4\ndef test_b():\n    assert sq(3) == 9\n",
+        # a script's main block runs in place
+        "if __name__ == '__main__':\n    assert sq(2) == 4\n    assert sq(3) == 9\n",
+    ],
+)
+def test_unittest_pytest_and_script_tests_run_their_checks(tests):
+    """Test programs in the layouts people write: what they check runs, so wrong code fails."""
+    wrong, right = run_python_tests(SQUARE_WRONG, tests), run_python_tests(SQUARE_RIGHT, tests)
+    assert (wrong.passed, wrong.total) == (0, 2)
+    assert (right.passed, right.total) == (2, 2)
+
+
+@pytest.mark.parametrize("tests", ["EXPECTED = {2: 4}\n", "import math\nX = 1\n"])
+def test_a_test_program_that_checks_nothing_is_refused(tests):
+    with pytest.raises(ValueError, match="no test case: no assert, no call"):
+        run_python_tests(SQUARE_RIGHT, tests)
+
+
 def test_run_python_tests_many_keeps_order():
     codes = ["def add(a, b):\n    return a + b\n", BUGGY_ADD, "def add(a, b):\n    return b + 1\n"]
     results = run_python_tests_many(codes, [HUMANEVAL_TESTS] * 3, ["add"] * 3, max_workers=2)

@@ -49,8 +49,13 @@ def plan_test_program(source: str) -> tuple[ast.Module, list[int], int]:
     or ``if`` holding asserts), either at module level or in the body of a top-level
     ``def check(candidate)`` (the HumanEval layout). Other statements (imports, constants,
     helper definitions) run as they are. A body with no assert at all (a ``check`` that raises
-    on failure, or a test script without ``check``) counts as one test case. Cases are numbered
-    module level first, then ``check``'s body, in source order.
+    on failure, or a test script without ``check``) counts as one test case when it calls or
+    raises something; imports, constants and definitions alone are no case. A script's
+    ``if __name__ == "__main__":`` block runs in place. What pytest and unittest would collect
+    is a case each, after the module's own: every top-level ``def test*()`` the program does
+    not call itself, and every ``test*`` method of a ``TestCase`` class (run by its
+    ``debug()``; ``unittest.main()`` is dropped). Cases are numbered module level first, then
+    ``check``'s body, in source order.
 
     Returns the rewritten module, the first source line of each case, and how many of the
     cases sit at module level.
@@ -64,14 +69,94 @@ def plan_test_program(source: str) -> tuple[ast.Module, list[int], int]:
     import ast
 
     tree = ast.parse(source, TESTS_FILE)
+    tree.body = _unwrap_main_guard(tree.body)
     check = find_check(tree)
+    collected = _collected_tests(tree)
+    if collected:
+        tree.body = [s for s in tree.body if not _runs_unittest_main(s)]
     case_lines: list[int] = []
-    tree.body = _wrap_cases(tree.body, case_lines, whole_if_none=check is None)
+    whole = check is None and not collected
+    tree.body = _wrap_cases(tree.body, case_lines, whole_if_none=whole)
+    for call in collected:  # pytest's test functions, unittest's test methods: one case each
+        tree.body.append(_case_block([call], case_lines))
     n_module = len(case_lines)
     if check is not None:
         check.body = _wrap_cases(check.body, case_lines, whole_if_none=True)
     ast.fix_missing_locations(tree)
     return tree, case_lines, n_module
+
+
+def _unwrap_main_guard(body: list[ast.stmt]) -> list[ast.stmt]:
+    """A test script's ``if __name__ == "__main__":`` block runs, as ``python tests.py`` would
+    run it (the test program is not ``__main__`` here): its statements take the block's place."""
+    import ast
+
+    out: list[ast.stmt] = []
+    for stmt in body:
+        test = stmt.test if isinstance(stmt, ast.If) else None
+        guard = (
+            isinstance(test, ast.Compare)
+            and isinstance(test.left, ast.Name)
+            and test.left.id == "__name__"
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and isinstance(test.comparators[0], ast.Constant)
+            and test.comparators[0].value == "__main__"
+        )
+        out.extend(stmt.body if guard else [stmt])  # type: ignore[union-attr]
+    return out
+
+
+def _collected_tests(tree: ast.Module) -> list[ast.stmt]:
+    """What pytest and unittest would collect and the program does not run itself: a call
+    ``test_x()`` for each top-level ``def test_x()`` taking no argument, and
+    ``Cls("test_m").debug()`` (set-up, the test, tear-down; a failure raises) for each
+    ``test*`` method of a top-level class deriving from a ``...TestCase``."""
+    import ast
+
+    called = {
+        n.func.id
+        for s in tree.body
+        if not _is_definition(s)
+        for n in ast.walk(s)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+    }
+    calls: list[ast.stmt] = []
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("test"):
+            args = stmt.args
+            takes_none = not (args.args or args.posonlyargs or args.kwonlyargs or args.vararg)
+            if takes_none and stmt.name not in called:
+                call = ast.Call(ast.Name(stmt.name, ast.Load()), [], [])
+                calls.append(ast.copy_location(ast.Expr(call), stmt))
+        elif isinstance(stmt, ast.ClassDef) and any(_is_test_case(b) for b in stmt.bases):
+            for item in stmt.body:
+                if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
+                    make = ast.Call(ast.Name(stmt.name, ast.Load()), [ast.Constant(item.name)], [])
+                    debug = ast.Call(ast.Attribute(make, "debug", ast.Load()), [], [])
+                    calls.append(ast.copy_location(ast.Expr(debug), item))
+    return calls
+
+
+def _is_test_case(base: ast.expr) -> bool:
+    import ast
+
+    name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", "")
+    return isinstance(base, ast.Attribute | ast.Name) and name.endswith("TestCase")
+
+
+def _runs_unittest_main(stmt: ast.stmt) -> bool:
+    """``unittest.main()`` (its runner exits the process): the collected cases replace it."""
+    import ast
+
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    func = call.func if isinstance(call, ast.Call) else None
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr == "main"
+        and isinstance(func.value, ast.Name)
+        and func.value.id == "unittest"
+    )
 
 
 def find_check(tree: ast.Module) -> ast.FunctionDef | None:
@@ -100,12 +185,22 @@ def _is_future_import(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__"
 
 
+def _can_fail(stmt: ast.stmt) -> bool:
+    """Whether a statement outside a definition can find a fault: it calls something or raises
+    (imports, constants and definitions alone check nothing)."""
+    import ast
+
+    if _is_definition(stmt) or isinstance(stmt, ast.Import | ast.ImportFrom):
+        return False
+    return any(isinstance(n, ast.Call | ast.Raise | ast.Assert) for n in ast.walk(stmt))
+
+
 def _wrap_cases(body: list[ast.stmt], case_lines: list[int], whole_if_none: bool) -> list[ast.stmt]:
     if any(_is_case(stmt) for stmt in body):
         return [_case_block([s], case_lines) if _is_case(s) else s for s in body]
     head = [s for s in body if _is_future_import(s)]
     rest = [s for s in body if not _is_future_import(s)]
-    if not whole_if_none or all(_is_definition(s) for s in rest):
+    if not whole_if_none or not any(_can_fail(s) for s in rest):
         return body
     return [*head, _case_block(rest, case_lines)]
 

@@ -114,7 +114,8 @@ def run_python_tests(
 
     - a test program (a string), e.g. HumanEval's ``def check(candidate): assert ...``
       (``check(candidate)`` is called for you) or MBPP-style top-level asserts: every top-level
-      statement holding an ``assert``, in the module or in ``check``'s body, is one case, see
+      statement holding an ``assert``, in the module or in ``check``'s body, is one case, and
+      so is each pytest-style ``def test*()`` and each ``unittest.TestCase`` test method; see
       :func:`botgrpo.rewards.sandbox.bootstrap.plan_test_program`; or
     - a list of snippets, each one case, run in order in one shared namespace.
 
@@ -241,7 +242,10 @@ def _plan_tests(tests: str | Sequence[str], entry_point: str | None) -> _TestPla
     else:
         payload, lines = _plan_snippets(list(tests))
     if not lines:
-        raise ValueError("the tests hold no test case (no statement to run)")
+        raise ValueError(
+            "the tests hold no test case: no assert, no call, no test function or TestCase "
+            "(imports, constants and definitions alone check nothing)"
+        )
     payload["entry_point"] = entry_point
     return _TestPlan(payload, tuple(lines))
 

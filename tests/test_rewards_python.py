@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -246,6 +247,32 @@ def test_missing_test_column_is_named():
     reward = make_python_code_reward(TOK)
     with pytest.raises(KeyError, match=r"python_code_reward: needs the dataset column 'test'"):
         _call(reward, [_respond("x = 1\n")], tests=["..."])
+
+
+@pytest.mark.parametrize(
+    ("bad", "says"),
+    [
+        ([], "no test case"),
+        ("X = 1\n", "no test case"),
+        (5, "tests must be a test program (a str) or a list of snippets"),
+        ({"a": 1}, "got dict"),
+        ("assert (", "does not parse"),
+    ],
+)
+def test_a_bad_tests_row_is_named_by_its_completion_whether_it_compiles_or_not(bad, says):
+    """A dataset row that cannot be tested ends the call naming that completion's index, also
+    when its completion does not compile (its tests would not run, the row would go unseen)."""
+    good = "def add(a, b):\n    return a + b\n"
+    broken = "def add(a, b)\n    return a + b\n"
+    reward = make_python_code_reward(TOK)
+    for code in (good, broken):
+        with pytest.raises(ValueError, match=f"the tests of completion 1: .*{re.escape(says)}"):
+            _call(
+                reward,
+                [_respond(good), _respond(code)],
+                test=[HUMANEVAL_TEST, bad],
+                entry_point=["add", "add"],
+            )
 
 
 def test_batch_keeps_order_and_lengths():

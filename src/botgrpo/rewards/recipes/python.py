@@ -244,6 +244,21 @@ def score_python_completion(
     return TokenReward(outcome=outcome + judge_term, local=local, info=info)
 
 
+def _check_test_rows(tests: Sequence[Any], points: Sequence[Any], name: str) -> None:
+    """Every row's tests checked before any completion runs, whether its completion compiles
+    or not (a bad row would otherwise end training only when its completion happens to
+    compile): ValueError naming the completion's index and the problem."""
+    from botgrpo.rewards.sandbox import count_test_cases
+
+    for i, (row, point) in enumerate(zip(tests, points, strict=True)):
+        if row is None:
+            continue
+        try:
+            count_test_cases(row, point)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"{name}: the tests of completion {i}: {exc}") from None
+
+
 def _run_tests(
     codes: list[str], tests: list[Any], entry_points: list[str | None], cfg: PythonRewardConfig
 ) -> list[TestOutcome]:
@@ -342,6 +357,7 @@ def make_python_code_reward(
                 if cfg.entry_point_column
                 else [None] * n
             )
+            _check_test_rows(tests, points, name)
             compiles = [a is not None and a.syntax is None and not a.empty for a in analyses]
             todo = [i for i in range(n) if compiles[i] and tests[i] is not None]
             if todo:

@@ -25,6 +25,7 @@ from botgrpo.rewards.sandbox.config import (
 )
 from botgrpo.rewards.sandbox.results import SandboxResult, TestCaseResult, TestRunResult
 from botgrpo.rewards.sandbox.run import (
+    count_test_cases,
     max_concurrency,
     run_many,
     run_python,
@@ -50,6 +51,7 @@ __all__ = [
     "Status",
     "TestCaseResult",
     "TestRunResult",
+    "count_test_cases",
     "isolation_modes",
     "max_concurrency",
     "run_many",

@@ -136,6 +136,14 @@ def run_python_tests(
     return _run_tests(code, plan, config)
 
 
+def count_test_cases(tests: str | Sequence[str], entry_point: str | None = None) -> int:
+    """How many cases ``tests`` hold, as :func:`run_python_tests` numbers them, checked without
+    running anything: ValueError or TypeError naming the problem for tests that cannot run (a
+    program that does not parse, checks nothing, or defines ``check`` without an
+    ``entry_point``). Lets a caller check a dataset's rows before any completion is run."""
+    return len(_plan_tests(tests, entry_point).case_lines)
+
+
 def run_python_tests_many(
     codes: Sequence[str],
     tests: Sequence[str | Sequence[str]],
@@ -239,8 +247,13 @@ def _plan_tests(tests: str | Sequence[str], entry_point: str | None) -> _TestPla
         raise ValueError(f"entry_point must be a function name, got {entry_point!r}")
     if isinstance(tests, str):
         payload, lines = _plan_program(tests, entry_point)
-    else:
+    elif isinstance(tests, list | tuple):
         payload, lines = _plan_snippets(list(tests))
+    else:
+        raise TypeError(
+            f"tests must be a test program (a str) or a list of snippets (str), got "
+            f"{type(tests).__name__}"
+        )
     if not lines:
         raise ValueError(
             "the tests hold no test case: no assert, no call, no test function or TestCase "

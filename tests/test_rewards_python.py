@@ -243,6 +243,25 @@ def test_code_judge_forms_and_failures():
         _call(make_python_code_reward(TOK, NO_TESTS, code_judge=bad_lines), [_respond(code)])
 
 
+@pytest.mark.parametrize("line", [0, -4, 3, 99, 1.5, True])
+def test_a_judge_line_outside_the_code_is_refused_not_moved(line):
+    """A judge counting lines from 0, or naming a line past the end: moved to the nearest line,
+    its penalty would land on a line the judge never named."""
+    reward = make_python_code_reward(
+        TOK, NO_TESTS, code_judge=lambda t, c: {"score": 5, "lines": {line: -3}}
+    )
+    with pytest.raises(ValueError, match=r"outside the code's lines 1-2; number the lines"):
+        _call(reward, [_respond("x = 1\ny = 2\n")])
+
+
+def test_a_judge_score_of_any_real_number_type_is_read():
+    import numpy as np
+
+    for score in (np.int64(7), np.float32(7.0), 7):
+        reward = make_python_code_reward(TOK, NO_TESTS, code_judge=lambda t, c, s=score: (s, {}))
+        assert _call(reward, [_respond("x = 1\n")])[0].outcome == pytest.approx(0.7)
+
+
 def test_missing_test_column_is_named():
     reward = make_python_code_reward(TOK)
     with pytest.raises(KeyError, match=r"python_code_reward: needs the dataset column 'test'"):

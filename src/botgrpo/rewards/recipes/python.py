@@ -27,6 +27,7 @@ A completion whose test cell is None runs no tests (no test term), as when ``run
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -275,33 +276,52 @@ def _run_tests(
     return [TestOutcome(r.passed, r.total, tuple(r.failing_lines)) for r in results]
 
 
-def _as_judgement(result: Any, source: Any, index: int) -> CodeJudgement:
+def _as_judgement(result: Any, source: Any, index: int, n_lines: int) -> CodeJudgement:
+    """A judge's answer as a :class:`CodeJudgement`, checked: a score in [0, 10] (any real
+    number type) or None, and flagged lines of the judged code (1 to ``n_lines``) with impacts
+    -1, -2 or -3. A line outside the code (a judge counting from 0, or past the end) is an
+    error: moved to the nearest line it would penalise a line the judge never named."""
     name = getattr(source, "__name__", type(source).__name__)
     if isinstance(result, CodeJudgement):
-        return result
-    if isinstance(result, Mapping):
+        score, lines = result.score, result.lines
+    elif isinstance(result, Mapping):
         score, lines = result.get("score"), result.get("lines", {})
     elif isinstance(result, tuple) and len(result) == 2:
         score, lines = result
     else:
         score, lines = getattr(result, "score", None), getattr(result, "lines", {})
     where = f"code judge {name!r} on completion {index}"
-    if score is not None and not (isinstance(score, (int, float)) and 0 <= score <= 10):
+    real = isinstance(score, numbers.Real) and not isinstance(score, bool)
+    if score is not None and not (real and 0 <= score <= 10):
         raise ValueError(f"{where} returned score {score!r}; expected a number in [0, 10] or None")
-    lines = dict(lines or {})
+    # a judge's JSON answer keys its lines with strings: "3" is line 3
+    lines = {
+        int(k) if isinstance(k, str) and k.strip().isdigit() else k: v
+        for k, v in dict(lines or {}).items()
+    }
     for line, impact in lines.items():
         if impact not in (-1, -2, -3) or isinstance(impact, bool):
             raise ValueError(
                 f"{where} flagged line {line} with impact {impact!r}; use -1, -2 or -3"
             )
+        whole = isinstance(line, numbers.Integral) and not isinstance(line, bool)
+        if not whole or not 1 <= line <= n_lines:
+            raise ValueError(
+                f"{where} flagged line {line!r}, outside the code's lines 1-{n_lines}; number "
+                "the lines of the judged code from 1"
+            )
     return CodeJudgement(None if score is None else float(score), lines)
 
 
 def _judge_all(
-    source: Any, tasks: list[str], codes: list[str], indices: list[int]
+    source: Any, tasks: list[str], blocks: list[CodeBlock], indices: list[int]
 ) -> list[CodeJudgement]:
+    codes = [b.code for b in blocks]
     results = call_verdict_source(source, "judge_code", tasks, codes, "code judge")
-    return [_as_judgement(r, source, i) for r, i in zip(results, indices, strict=True)]
+    return [
+        _as_judgement(r, source, i, max(b.n_lines, 1))
+        for r, i, b in zip(results, indices, blocks, strict=True)
+    ]
 
 
 def make_python_code_reward(
@@ -370,8 +390,10 @@ def make_python_code_reward(
             todo = [i for i in range(n) if analyses[i] is not None and not analyses[i].empty]
             if todo:
                 tasks = [message_text(prompt_list[i], role="user") for i in todo]
-                codes = [blocks[i].code for i in todo]  # type: ignore[union-attr]
-                judged.update(zip(todo, _judge_all(code_judge, tasks, codes, todo), strict=True))
+                judging = [blocks[i] for i in todo]
+                judged.update(
+                    zip(todo, _judge_all(code_judge, tasks, judging, todo), strict=True)  # type: ignore[arg-type]
+                )
         return [
             score_python_completion(
                 tokens[i],

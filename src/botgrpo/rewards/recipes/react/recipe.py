@@ -352,7 +352,10 @@ def make_react_code_reward(
         if code_judge is not None and todo:
             results = call_verdict_source(code_judge, "judge_code", tasks, codes, "code judge")
             judged.update(
-                {i: _as_judgement(r, code_judge, i) for i, r in zip(todo, results, strict=True)}
+                {
+                    i: _as_judgement(r, code_judge, i, max(blocks[i].n_lines, 1))  # type: ignore[union-attr]
+                    for i, r in zip(todo, results, strict=True)
+                }
             )
         shots: dict[int, float | None] = {}
         if screenshot_judge is not None:

@@ -151,6 +151,9 @@ def test_answer_none_means_not_applicable():
     text = "<step 1>2+2=4</step 1><final>4</final>"
     out = _call(make_math_step_reward(TOK), [text, text], [None, "4"])
     assert out[0] is None and out[1].outcome == 1.0
+    # a float NaN is pandas' and datasets' missing value: not applicable either
+    out = _call(make_math_step_reward(TOK), [text, text], [float("nan"), 4])
+    assert out[0] is None and out[1].outcome == 1.0
 
 
 class _RecordingJudge:

@@ -16,7 +16,8 @@ Per completion:
    step's tokens (:mod:`botgrpo.rewards.spans`);
 5. b_format from the format verdict: +0.2 well-formed, -1.0 malformed, 0 no steps.
 
-A completion whose answer cell is None gets None (TRL: "not applicable").
+A completion whose answer cell is None (or a float NaN, a missing value) gets None (TRL: "not
+applicable").
 """
 
 from __future__ import annotations
@@ -190,7 +191,10 @@ def make_math_step_reward(
         **kwargs: Any,
     ) -> list[TokenReward | None]:
         tokens = tokenize_completions(tok, completions, completion_ids, name)
-        golds = dataset_column(kwargs, cfg.answer_column, len(tokens), name)
+        golds = [
+            None if _missing(g) else g
+            for g in dataset_column(kwargs, cfg.answer_column, len(tokens), name)
+        ]
         prompt_list = list(prompts) if prompts is not None else [""] * len(tokens)
         if len(prompt_list) != len(tokens):
             raise ValueError(
@@ -223,3 +227,9 @@ def make_math_step_reward(
     reward.__name__ = reward.__qualname__ = name
     reward.local_bound = cfg.steps.bound  # type: ignore[attr-defined]
     return reward
+
+
+def _missing(gold: Any) -> bool:
+    """A missing answer: None, or a float NaN (pandas' and datasets' missing number), which
+    would otherwise be compared as the text "nan"."""
+    return gold is None or (isinstance(gold, float) and gold != gold)

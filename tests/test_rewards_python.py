@@ -315,3 +315,19 @@ def test_config_is_validated():
         PythonRewardConfig(syntax_error_score=float("nan"))
     with pytest.raises(ValueError, match="test_workers"):
         PythonRewardConfig(test_workers=0)
+
+
+def test_a_fence_inside_a_list_item_is_read_as_commonmark_reads_it():
+    """A fence indented inside a Markdown list item: its content loses the fence's indentation
+    before it is compiled and tested (its lines stay where they are in the response)."""
+    text = "1. Define it:\n   ```python\n   def add(a, b):\n       return a + b\n   ```\n"
+    block = extract_code_block(text)
+    assert block.indent == 3 and text[block.start : block.end] == block.code
+    assert block.source == "def add(a, b):\n    return a + b\n"
+    [tr] = _call(make_python_code_reward(TOK), [text], test=[HUMANEVAL_TEST], entry_point=["add"])
+    assert tr.info["syntax_error"] is None and tr.info["tests"] == (2, 2)
+    assert tr.outcome == pytest.approx(1.0)
+    # a syntax error is still placed on its own line of the response
+    broken = text.replace("return a + b", "return a +")
+    [tr] = _call(make_python_code_reward(TOK), [broken], test=[HUMANEVAL_TEST], entry_point=["add"])
+    assert tr.info["syntax_error"][0] == 2 and tr.outcome == -1.0

@@ -8,7 +8,8 @@ block and must be mapped back to positions in the full response text").
 Choice of block: the first fenced block (```` ``` ```` or ``~~~``, three or more) tagged with
 one of ``languages``; else the first untagged fenced block; else, with no usable fence, the
 whole response if it compiles as Python. A fence left open (a truncated generation) runs to
-the end of the text.
+the end of the text. A fence indented by N spaces (inside a Markdown list item) has up to N
+spaces removed from each of its lines in :attr:`CodeBlock.source`, as CommonMark reads it.
 """
 
 from __future__ import annotations
@@ -49,6 +50,19 @@ class CodeBlock:
     """False when the whole response is the code."""
     closed: bool = True
     """False when the opening fence is never closed."""
+    indent: int = 0
+    """Spaces before the opening fence (a fence inside a Markdown list item is indented)."""
+
+    @property
+    def source(self) -> str:
+        """The code as a compiler should read it: up to :attr:`indent` leading spaces removed
+        from each line, as CommonMark reads a fence inside a list item. Its lines are
+        :attr:`code`'s, one for one (line numbers carry over); :attr:`code` stays the text as
+        written, ``response[start:end]``."""
+        if not self.indent:
+            return self.code
+        strip = re.compile(rf"^ {{0,{self.indent}}}", re.MULTILINE)
+        return strip.sub("", self.code)
 
     def line_spans(self, text: str, breaks: re.Pattern = CODE_BREAK) -> np.ndarray:
         """Spans of the code's lines in ``text`` (the response), int64 [L, 2]; row k is line k+1
@@ -72,7 +86,10 @@ def _fenced_blocks(text: str) -> list[CodeBlock]:
         )
         c = closing.search(text, m.end())
         end = c.start() if c else len(text)
-        blocks.append(CodeBlock(text[m.end() : end], m.end(), end, lang, True, c is not None))
+        opening = m.group(0)
+        indent = len(opening) - len(opening.lstrip(" "))
+        code = text[m.end() : end]
+        blocks.append(CodeBlock(code, m.end(), end, lang, True, c is not None, indent))
         pos = c.end() if c else len(text)
         if pos <= m.start():  # pragma: no cover - defensive: the search always advances
             break

@@ -212,7 +212,7 @@ def score_python_completion(
     zeros = np.zeros(len(tokens.ids), dtype=np.float64)
     judge_term = 0.0 if judge is None else cfg.judge_weight * (judge.score or 0.0) / 10.0
     if block is not None and analysis is None:
-        analysis = analyse_python(block.code)
+        analysis = analyse_python(block.source)
     if block is None or analysis is None or analysis.empty:
         info = {"code": None, "judge_score": None if judge is None else judge.score}
         return TokenReward(outcome=cfg.no_code_score + judge_term, local=zeros, info=info)
@@ -316,7 +316,7 @@ def _as_judgement(result: Any, source: Any, index: int, n_lines: int) -> CodeJud
 def _judge_all(
     source: Any, tasks: list[str], blocks: list[CodeBlock], indices: list[int]
 ) -> list[CodeJudgement]:
-    codes = [b.code for b in blocks]
+    codes = [b.source for b in blocks]
     results = call_verdict_source(source, "judge_code", tasks, codes, "code judge")
     return [
         _as_judgement(r, source, i, max(b.n_lines, 1))
@@ -368,7 +368,7 @@ def make_python_code_reward(
         tokens = tokenize_completions(tok, completions, completion_ids, name)
         n = len(tokens)
         blocks = [extract_code_block(t.text, cfg.languages) for t in tokens]
-        analyses = [None if b is None else analyse_python(b.code) for b in blocks]
+        analyses = [None if b is None else analyse_python(b.source) for b in blocks]
         outcomes: dict[int, TestOutcome] = {}
         if cfg.run_tests:
             tests = dataset_column(kwargs, cfg.test_column, n, name)
@@ -381,7 +381,7 @@ def make_python_code_reward(
             compiles = [a is not None and a.syntax is None and not a.empty for a in analyses]
             todo = [i for i in range(n) if compiles[i] and tests[i] is not None]
             if todo:
-                codes = [blocks[i].code for i in todo]  # type: ignore[union-attr]
+                codes = [blocks[i].source for i in todo]  # type: ignore[union-attr]
                 ran = _run_tests(codes, [tests[i] for i in todo], [points[i] for i in todo], cfg)
                 outcomes.update(zip(todo, ran, strict=True))
         judged: dict[int, CodeJudgement] = {}

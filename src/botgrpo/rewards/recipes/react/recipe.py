@@ -339,7 +339,7 @@ def make_react_code_reward(
         blocks = [extract_react_block(t.text, cfg.languages) for t in tokens]
         blocks = [b if b is not None and b.code.strip() else None for b in blocks]
         todo = [i for i in range(n) if blocks[i] is not None]
-        codes = [blocks[i].code for i in todo]  # type: ignore[union-attr]
+        codes = [blocks[i].source for i in todo]  # type: ignore[union-attr]
         checks: dict[int, ReactCheck] = {}
         if todo:
             ran = check_components(

@@ -83,6 +83,14 @@ def test_clamp_and_dominance_rule():
         assert not check_dominance(1.0, 1.0, 1.0)
     with pytest.warns(UserWarning, match="w_g >> w_s"):
         RewardWeights(w_g=0.5, w_s=1.0)
+    # no rule to check: refused, never answered True or warned about
+    for args, says in (
+        ((3.0, -0.5, 1.0), "w_s >= 0"),
+        ((float("nan"), 0.5, 1.0), "w_g must be finite"),
+        ((3.0, 0.5, 0.0), "bound > 0"),
+    ):
+        with pytest.raises(ValueError, match=says):
+            check_dominance(*args)
 
 
 def test_format_bonus():
@@ -218,3 +226,10 @@ def test_config_from_mapping_builds_nested_configs():
         config_from_mapping(MathRewardConfig, {"windw": 3})
     with pytest.raises(ValueError, match="window must be an integer >= 0"):
         config_from_mapping(MathRewardConfig, {"steps": {"window": -1}})
+
+
+def test_token_rewards_that_overflow_are_refused():
+    reward = TokenReward(outcome=1.0, local=np.array([0.5, -0.5]))
+    assert reward.token_rewards(3.0, 0.5).tolist() == [3.25, 2.75]
+    with pytest.raises(ValueError, match="overflow float64"):
+        reward.token_rewards(1.7e308, 1e308)

@@ -237,3 +237,20 @@ def test_config_is_validated():
         MathRewardConfig(step_format="xml")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="step_verifier must be callable"):
         make_math_step_reward(TOK, step_verifier=42)
+
+
+def test_a_nested_config_given_as_a_mapping_to_the_dataclass_names_the_fix():
+    from botgrpo.rewards.recipes.math import MathRewardConfig
+
+    with pytest.raises(
+        TypeError, match=r"must be a StepSignalConfig, .*StepSignalConfig\(window=1\)"
+    ):
+        MathRewardConfig(steps={"window": 1})
+
+
+def test_an_empty_final_answer_is_malformed_not_well_formed():
+    from botgrpo.rewards.steps import parse_steps
+
+    assert parse_steps("<step 1>2+2=4</step 1><final> 4 </final>").verdict == "well_formed"
+    empty = parse_steps("<step 1>2+2=4</step 1><final> </final>")
+    assert empty.verdict == "malformed" and "empty <final>" in empty.problems[0]

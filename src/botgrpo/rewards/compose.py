@@ -146,11 +146,17 @@ class FormatBonusConfig:
 def check_dominance(w_g: float, w_s: float, bound: float, *, stacklevel: int = 2) -> bool:
     """Whether ``w_g > w_s * B`` (the paper's rule: the global term must dominate).
 
-    Warns (UserWarning) and returns False when it does not hold.
+    Warns (UserWarning) and returns False when it does not hold; a weight that is not finite,
+    a negative ``w_s`` or a bound <= 0 is a ValueError (no rule to check).
 
     >>> check_dominance(3.0, 0.5, 1.0)
     True
     """
+    for name, value in (("w_g", w_g), ("w_s", w_s), ("bound", bound)):
+        if not math.isfinite(value):
+            raise ValueError(f"check_dominance: {name} must be finite, got {value!r}")
+    if w_s < 0 or bound <= 0:
+        raise ValueError(f"check_dominance needs w_s >= 0 and bound > 0, got {w_s} and {bound}")
     ok = w_g > w_s * bound
     if not ok:
         warnings.warn(

@@ -82,6 +82,13 @@ def _check_option_type(cls: type, name: str, hint: Any, value: Any) -> None:
     is not a mapping, a string where a tuple goes, a string 'false' where a bool goes."""
     where = f"{cls.__name__}.{name}"
     if dataclasses.is_dataclass(hint) and not isinstance(value, hint):
+        if isinstance(value, Mapping):  # a dataclass built directly: its fields are not read
+            options = ", ".join(f"{k}={v!r}" for k, v in value.items())
+            raise TypeError(
+                f"{where} must be a {hint.__name__}, got the mapping {value!r}: pass "
+                f"{hint.__name__}({options}), or give the whole config as a mapping to the "
+                "reward's factory"
+            )
         raise TypeError(f"{where} must be a mapping of {hint.__name__} options, got {value!r}")
     if typing.get_origin(hint) is tuple and not isinstance(value, tuple | list):
         raise TypeError(f"{where} must be a list, got {value!r}")

@@ -17,8 +17,9 @@ whitespace after an implicitly closed step. The format verdict feeds the format 
 
 - ``"well_formed"``: at least one step and no problem found;
 - ``"malformed"``: mismatched, stray or nested closing tags, tags inside ``<final>``,
-  duplicate ``<final>``, steps after ``<final>``, a missing ``<final>`` (when required) or step
-  numbers that are not 1, 2, 3, ... in order; ``problems`` lists each finding;
+  duplicate or empty ``<final>``, steps after ``<final>``, a missing ``<final>`` (when
+  required) or step numbers that are not 1, 2, 3, ... in order; ``problems`` lists each
+  finding;
 - ``"missing"``: no step at all.
 
 Parsing never raises on bad input; the worst case is ``"malformed"`` with the steps it could read.
@@ -207,6 +208,8 @@ def _parse_tags(text: str, require_final: bool) -> ParsedSolution:
     _check_numbers(parser.steps, parser.problems)
     if parser.steps and require_final and parser.final is None:
         parser.problems.append("no <final> answer")
+    if parser.final is not None and not text[parser.final[0] : parser.final[1]].strip():
+        parser.problems.append(f"empty <final> at {parser.final[0]}")  # no answer given
     return _finish("tags", text, parser.steps, parser.final, parser.problems)
 
 

@@ -113,4 +113,11 @@ class TokenReward:
     def token_rewards(self, w_g: float, w_s: float) -> np.ndarray:
         """r_t = w_g * G + b_format + w_s * S_t (Eq. 4 plus the format bonus), float64 [n_tokens]."""
         w_s = _finite_float("w_s", w_s)
-        return self.outcome_reward(_finite_float("w_g", w_g)) + w_s * self.local
+        with np.errstate(over="ignore"):
+            rewards = self.outcome_reward(_finite_float("w_g", w_g)) + w_s * self.local
+        if not np.isfinite(rewards).all():
+            raise ValueError(
+                f"token_rewards: w_g = {w_g!r} and w_s = {w_s!r} overflow float64 (the rewards "
+                "are not finite); use weights of a usual size (the paper's: 3.0 and 0.5)"
+            )
+        return rewards

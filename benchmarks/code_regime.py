@@ -607,7 +607,7 @@ def main() -> None:
         "--rates",
         type=float,
         nargs="+",
-        default=[2e-4, 4e-4, 8e-4],
+        default=[1e-4, 2e-4, 4e-4, 8e-4],
         help="learning rates a validation sweep tries per method (the hardest React point's, "
         "or a point's own with --sweep; the highest mean compile rate over the run wins)",
     )

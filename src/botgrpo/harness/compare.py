@@ -326,21 +326,10 @@ def check_task_metric(metric: str, task) -> None:
 
 def check_resumable(cfg: CompareConfig, root: Path, model_path: str | Path) -> None:
     """Raise :class:`~botgrpo.harness.runner.SettingsChanged` now, before anything trains, when
-    a finished run in ``root`` was made with other settings: a run this command would reuse (of
-    the sweep or of the seeds, at any candidate rate), or any other finished run there, taken
-    at its own method, seed and rate (a folder of another task's or budget's comparison would
+    a finished run in ``root`` (of the sweep or of the seeds) was made with other settings:
+    every finished run there is taken at its own method, seed and rate, the runs this command
+    would reuse and the others alike (a folder of another task's or budget's comparison would
     otherwise be taken over, its config and summary replaced, when no run name collides)."""
-    rates = {m: {lr} for m, lr in cfg.learning_rates().items()}
-    for m in rates:
-        rates[m].update(cfg.lr_sweep)
-    folders = [("runs", range(cfg.seeds)), ("sweep", range(cfg.sweep_seeds))]
-    for folder, seeds in folders:
-        for m, lrs in rates.items():
-            for lr in lrs:
-                for seed in seeds:
-                    run_dir = str(root / folder / run_label(m, seed, lr))
-                    spec = RunSpec(m, seed, lr, str(model_path), run_dir, cfg, RUN_FOLDERS[folder])
-                    is_done(spec)
     for folder, stream in RUN_FOLDERS.items():
         for done in sorted((root / folder).glob("*/done.json")):
             spec = _stored_spec(done, cfg, model_path, stream)
@@ -370,6 +359,11 @@ def _stored_spec(
         raise SettingsChanged(
             f"{run_dir} holds a finished run of method {method!r}, which this botgrpo does not "
             "know: use a new --name, or delete that folder"
+        )
+    if run_dir.name != run_label(method, seed, lr):
+        raise SettingsChanged(
+            f"{run_dir} holds the finished run {run_label(method, seed, lr)} under another "
+            "name; delete that run folder to rerun it"
         )
     return RunSpec(method, seed, lr, str(model_path), str(run_dir), cfg, stream)
 

@@ -460,3 +460,17 @@ def test_a_starting_checkpoint_spelled_another_way_is_the_same(tmp_path, monkeyp
     stored = {"model_path": "out/.cache/warm-ab12", "steps": 50}
     now = {"model_path": str(tmp_path / "out" / ".cache" / "warm-ab12"), "steps": 60}
     assert changed_settings(stored, now) == ["steps"]
+
+
+def test_a_finished_run_stored_under_another_runs_name_is_named(tmp_path, capsys):
+    root = _comparison_folder(tmp_path / "runs" / "cmp")
+    run = root / "runs" / "bot-lr0.0001-s0"
+    run.mkdir()
+    (run / "metrics.jsonl").write_text("")
+    settings = {"method": "grpo", "seed": 3, "learning_rate": 1e-4}
+    (run / "done.json").write_text(json.dumps({"seconds": 1.0, "settings": settings}))
+    args = ["compare", "--out-dir", str(tmp_path / "runs"), "--name", "cmp", "--task", "chain"]
+    code = main([*args, "--methods", "bot", "--seeds", "1", "--learning-rate", "1e-4"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "holds the finished run grpo-lr0.0001-s3 under another name" in err

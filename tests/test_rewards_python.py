@@ -15,6 +15,7 @@ from botgrpo.rewards.recipes.python import (
     make_python_code_reward,
 )
 from botgrpo.rewards.verifiers.python_diagnostics import (
+    analyse_python,
     lint_python,
     pyflakes_severity,
     syntax_error,
@@ -331,3 +332,15 @@ def test_a_fence_inside_a_list_item_is_read_as_commonmark_reads_it():
     broken = text.replace("return a + b", "return a +")
     [tr] = _call(make_python_code_reward(TOK), [broken], test=[HUMANEVAL_TEST], entry_point=["add"])
     assert tr.info["syntax_error"][0] == 2 and tr.outcome == -1.0
+
+
+def test_a_fence_inside_the_code_does_not_close_its_block():
+    """CommonMark: a closing fence is indented at most 3 columns past the opening one, so a
+    fence shown in a docstring (4 spaces in) is part of the code; one 3 columns in closes."""
+    doc = '    """Usage:\n\n    ```\n    f()\n    ```\n    """\n'
+    text = f"```python\ndef f():\n{doc}    return 1\n```\nThat is all."
+    block = extract_code_block(text)
+    assert block.code == f"def f():\n{doc}    return 1\n" and block.closed
+    assert analyse_python(block.source).syntax is None
+    assert extract_code_block("```python\nx = 1\n   ```\ny = 2\n").code == "x = 1\n"
+    assert extract_code_block("\t```python\n\tx = 1\n\t```\n").closed

@@ -203,10 +203,28 @@ def test_check_answer(prediction, gold, correct, method):
 
 
 def test_check_answer_in_a_worker_thread():
-    # math-verify's timeout uses signal.alarm (main thread only); in a thread it runs without.
+    # math-verify's timeout uses signal.alarm (main thread only); in a thread it runs in a
+    # child process with the same timeout
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        right = pool.submit(check_answer, r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}")
+        wrong = pool.submit(check_answer, "12 or 13", "13")
+        assert (right.result().correct, right.result().method) == (True, "math_verify")
+        assert (wrong.result().correct, wrong.result().method) == (False, "math_verify")
+
+
+@pytest.mark.parametrize("thread", [False, True])
+def test_a_power_tower_times_out_in_any_thread(thread):
+    # 9^(9^9) has 370 million digits: the check gives up at its timeout and calls it wrong
+    config = AnswerConfig(timeout_s=1)
+    if thread:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            result = pool.submit(check_answer, r"\boxed{9^{9^9}}", "1", config).result(timeout=60)
+    else:
+        result = check_answer(r"\boxed{9^{9^9}}", "1", config)
+    assert (result.correct, result.method) == (False, "timeout")
+    # and the next check in a thread runs again
     with ThreadPoolExecutor(max_workers=1) as pool:
-        result = pool.submit(check_answer, r"\frac{\sqrt{2}}{2}", r"\frac{1}{\sqrt{2}}").result()
-    assert (result.correct, result.method) == (True, "math_verify")
+        assert pool.submit(check_answer, r"\sqrt{4}", "2.0").result(timeout=60).correct
 
 
 def test_answer_config_is_validated():
@@ -222,6 +240,15 @@ def test_answer_config_is_validated():
         ("2, 3", "3", False),
         ("12 or 13", "13", False),
         ("2 and 3", "3", False),
+        # nor with a full stop or other punctuation after them, nor inside a sentence
+        ("12 or 13.", "13", False),
+        ("(3, 4).", "4", False),
+        ("3, 4, 5, 6, 7.", "7", False),
+        ("2, 3;", "3", False),
+        ("The answer is 12 or 13", "12", False),
+        ("12 (or 13)", "12", False),
+        ("The answer is 12.", "12", True),
+        ("(3, 4).", "(3,4)", True),
         # a tuple, a list or a set compares as one, however it is spaced
         ("(1, 2)", "(1,2)", True),
         ("[1, 2]", "[1,2]", True),
@@ -254,4 +281,43 @@ def test_check_answer_reads_plain_text_answers_whole(prediction, gold, correct):
     ],
 )
 def test_line_breaks_and_list_markers_never_make_a_right_step_false(step, verdict):
+    assert check_step(step).verdict == verdict
+
+
+@pytest.mark.parametrize(
+    ("step", "verdict"),
+    [
+        # notation the parser does not read taints the side it is written against
+        (r"$a_1 = 3$", 0),  # a subscript, not the claim 1 = 3
+        (r"$x_1 + x_2 = 7$", 0),
+        (r"$a_{10} = 3 + 9 \cdot 4 = 39$", 1),
+        ("x_1 = 3 + 4 = 8", -1),
+        ("$1 + 2 + ... + 10 = 55$", 0),  # terms left out
+        ("1 + 2 + … + 10 = 55", 0),
+        ("2 : 3 = 4 : 6", 0),  # ratios, spaced or not
+        ("0.75 = 3:4", 0),
+        (r"$1/3 = 0.\overline{3}$", 0),  # a repeating decimal
+        (r"$3\frac{1}{2} = \frac{7}{2}$", 0),  # a mixed number or a product: not read
+        (r"$100 \bmod 7 = 2$", 0),  # a LaTeX command that is not arithmetic
+        ("C = 2πr = 2π(5) = 10π", 0),  # a constant written as a letter
+        (r"$\frac{4}{3}\pi (3)^3 = 36\pi$", 0),
+        ("120 = 5!", 0),
+        ("f'(2) = 4", 0),
+        (r"5 \text{ cm} + 3 \text{ cm} = 9 \text{ cm}", 0),
+        # LaTeX that is read
+        (r"$\frac{40}{50} = 80\%$", 1),
+        (r"$0.25 = 25\%$", 1),
+        (r"$3 \cdot 12 = \boxed{36}$", 1),
+        (r"$3 \cdot 12 = \boxed{35}$", -1),
+        (r"$3 + 4 = 7 \quad 5 + 1 = 6$", 1),
+        (r"$\text{Total} = 3 + 4 = 7$", 1),
+        ("The angle is 90°, so 90 + 90 = 180", 1),
+        ("At 12:30, 3 + 4 = 7", 1),
+        # GSM8K's calculator annotations: checked on their own, and the text around them too
+        ("Natalia sold 48/2 = <<48/2=24>>24 clips in May.", 1),
+        ("Natalia sold 48/2 = <<48/2=24>>25 clips in May.", -1),
+        ("She has 5 * 3 = <<5*3=16>>15 apples.", -1),
+    ],
+)
+def test_textbook_and_latex_notation(step, verdict):
     assert check_step(step).verdict == verdict

@@ -598,6 +598,55 @@ def test_unittest_pytest_and_script_tests_run_their_checks(tests):
     assert (right.passed, right.total) == (2, 2)
 
 
+PYTEST_LAYOUTS = """import pytest
+@pytest.mark.parametrize("x, y", [(2, 4), (3, 9), pytest.param(4, 16, id="four")])
+def test_table(x, y):
+    assert sq(x) == y
+ROWS = [(5, 25), (6, 36)]
+@pytest.mark.parametrize(("x", "y"), ROWS)
+def test_rows_of_a_name(x, y):
+    assert sq(x) == y
+@pytest.mark.parametrize("x", [1, 2])
+@pytest.mark.parametrize("k", [1, -1])
+def test_stacked(x, k, scale=1):
+    assert sq(k * x) == x * x * scale
+class TestSquare:
+    def setup_method(self, method):
+        self.seven = 7
+    def test_seven(self):
+        assert sq(self.seven) == 49
+    @pytest.mark.parametrize("x", [8])
+    def test_eight(self, x):
+        assert sq(x) == 64
+async def test_async():
+    assert sq(9) == 81
+"""
+
+
+def test_pytest_parametrize_classes_and_async_tests_each_count():
+    """Every parameter set of a literal table is a case (stacked decorators multiply), a table
+    named by a variable is one case, plain ``Test*`` classes and async tests run."""
+    wrong = run_python_tests(SQUARE_WRONG, PYTEST_LAYOUTS)
+    right = run_python_tests(SQUARE_RIGHT, PYTEST_LAYOUTS)
+    assert (right.passed, right.total) == (11, 11)
+    assert (wrong.passed, wrong.total) == (0, 11)
+    assert wrong.cases[0].error == "AssertionError"
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "def test_a(tmp_path):\n    assert sq(2) == 4\n",
+        "class TestA:\n    def test_a(self, capsys):\n        assert sq(2) == 4\n",
+        "import pytest\n@pytest.mark.parametrize('x', [2])\ndef test_a(x, data):\n"
+        "    assert sq(x) == 4\n",
+    ],
+)
+def test_a_test_that_needs_a_fixture_is_refused_not_dropped(tests):
+    with pytest.raises(ValueError, match=r"needs (tmp_path|capsys|data), a pytest fixture"):
+        run_python_tests(SQUARE_RIGHT, tests)
+
+
 @pytest.mark.parametrize("tests", ["EXPECTED = {2: 4}\n", "import math\nX = 1\n"])
 def test_a_test_program_that_checks_nothing_is_refused(tests):
     with pytest.raises(ValueError, match="no test case: no assert, no call"):

@@ -8,7 +8,8 @@ block and must be mapped back to positions in the full response text").
 Choice of block: the first fenced block (```` ``` ```` or ``~~~``, three or more) tagged with
 one of ``languages``; else the first untagged fenced block; else, with no usable fence, the
 whole response if it compiles as Python. A fence left open (a truncated generation) runs to
-the end of the text. A fence indented by N spaces (inside a Markdown list item) has up to N
+the end of the text; a closing fence is indented at most 3 columns past the opening one, as in
+CommonMark (a fence shown inside the code, e.g. in a docstring, is code). A fence indented by N spaces (inside a Markdown list item) has up to N
 spaces removed from each of its lines in :attr:`CodeBlock.source`, as CommonMark reads it.
 """
 
@@ -76,17 +77,32 @@ class CodeBlock:
         return count_lines(self.code)
 
 
+def _columns(blanks: str) -> int:
+    """Width of leading blanks as CommonMark counts it: a tab advances to the next multiple of
+    4, a byte-order mark takes no room."""
+    col = 0
+    for ch in blanks:
+        col = col // 4 * 4 + 4 if ch == "\t" else col + (ch == " ")
+    return col
+
+
 def _fenced_blocks(text: str) -> list[CodeBlock]:
     blocks = []
     pos = 0
     while (m := _OPEN.search(text, pos)) is not None:
         fence, lang = m.group(1), m.group(2).lower() or None
+        opening = m.group(0)
+        blanks = opening[: len(opening) - len(opening.lstrip(" \t\ufeff"))]
+        # CommonMark: a closing fence is indented at most 3 columns past the opening's; one
+        # indented further (a fence shown inside a docstring of the code) is code
+        limit = _columns(blanks) + 3
         closing = re.compile(
-            rf"(?<![^{_B}])[ \t\ufeff]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*(?=[{_B}]|\Z)"
+            rf"(?<![^{_B}])([ \t\ufeff]*){re.escape(fence[0])}{{{len(fence)},}}[ \t]*(?=[{_B}]|\Z)"
         )
         c = closing.search(text, m.end())
+        while c is not None and _columns(c.group(1)) > limit:
+            c = closing.search(text, c.end())
         end = c.start() if c else len(text)
-        opening = m.group(0)
         indent = len(opening) - len(opening.lstrip(" "))
         code = text[m.end() : end]
         blocks.append(CodeBlock(code, m.end(), end, lang, True, c is not None, indent))

@@ -52,10 +52,11 @@ def plan_test_program(source: str) -> tuple[ast.Module, list[int], int]:
     on failure, or a test script without ``check``) counts as one test case when it calls or
     raises something; imports, constants and definitions alone are no case. A script's
     ``if __name__ == "__main__":`` block runs in place. What pytest and unittest would collect
-    is a case each, after the module's own: every top-level ``def test*()`` the program does
-    not call itself, and every ``test*`` method of a ``TestCase`` class (run by its
-    ``debug()``; ``unittest.main()`` is dropped). Cases are numbered module level first, then
-    ``check``'s body, in source order.
+    is a case each, after the module's own (:func:`_collected_tests`): pytest's test functions
+    and ``Test*`` classes, one case per parameter set of a written-out ``parametrize`` table,
+    and every ``test*`` method of a ``TestCase`` class (run by its ``debug()``;
+    ``unittest.main()`` is dropped); a test that needs a pytest fixture is refused. Cases are
+    numbered module level first, then ``check``'s body, in source order.
 
     Returns the rewritten module, the first source line of each case, and how many of the
     cases sit at module level.
@@ -77,8 +78,8 @@ def plan_test_program(source: str) -> tuple[ast.Module, list[int], int]:
     case_lines: list[int] = []
     whole = check is None and not collected
     tree.body = _wrap_cases(tree.body, case_lines, whole_if_none=whole)
-    for call in collected:  # pytest's test functions, unittest's test methods: one case each
-        tree.body.append(_case_block([call], case_lines))
+    for stmts in collected:  # pytest's tests, unittest's test methods: one case each
+        tree.body.append(_case_block(stmts, case_lines))
     n_module = len(case_lines)
     if check is not None:
         check.body = _wrap_cases(check.body, case_lines, whole_if_none=True)
@@ -107,11 +108,21 @@ def _unwrap_main_guard(body: list[ast.stmt]) -> list[ast.stmt]:
     return out
 
 
-def _collected_tests(tree: ast.Module) -> list[ast.stmt]:
-    """What pytest and unittest would collect and the program does not run itself: a call
-    ``test_x()`` for each top-level ``def test_x()`` taking no argument, and
-    ``Cls("test_m").debug()`` (set-up, the test, tear-down; a failure raises) for each
-    ``test*`` method of a top-level class deriving from a ``...TestCase``."""
+def _collected_tests(tree: ast.Module) -> list[list[ast.stmt]]:
+    """What pytest and unittest would collect and the program does not run itself, as the
+    statements of one case each:
+
+    - every top-level ``def test*`` (``async def`` runs under ``asyncio.run``), called once per
+      parameter set of its ``@pytest.mark.parametrize`` decorators (stacked ones multiply);
+      a literal list of sets is one case per set, any other expression one case for all;
+    - every ``test*`` method of a top-level ``class Test*`` without ``__init__`` (pytest's
+      plain test classes: a new instance per test, ``setup_method``/``teardown_method`` around
+      it), parametrized the same way;
+    - ``Cls("test_m").debug()`` (set-up, the test, tear-down; a failure raises) for each
+      ``test*`` method of a top-level class deriving from a ``...TestCase``.
+
+    A test that needs a pytest fixture (an argument neither parametrized nor defaulted) cannot
+    run here and is refused with a ValueError naming it, rather than left out."""
     import ast
 
     called = {
@@ -121,21 +132,166 @@ def _collected_tests(tree: ast.Module) -> list[ast.stmt]:
         for n in ast.walk(s)
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
     }
-    calls: list[ast.stmt] = []
+    cases: list[list[ast.stmt]] = []
     for stmt in tree.body:
-        if isinstance(stmt, ast.FunctionDef) and stmt.name.startswith("test"):
-            args = stmt.args
-            takes_none = not (args.args or args.posonlyargs or args.kwonlyargs or args.vararg)
-            if takes_none and stmt.name not in called:
-                call = ast.Call(ast.Name(stmt.name, ast.Load()), [], [])
-                calls.append(ast.copy_location(ast.Expr(call), stmt))
+        if _is_test_function(stmt) and stmt.name not in called:  # type: ignore[union-attr]
+            cases += _function_cases(stmt, stmt.name, None)  # type: ignore[arg-type]
         elif isinstance(stmt, ast.ClassDef) and any(_is_test_case(b) for b in stmt.bases):
             for item in stmt.body:
                 if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
                     make = ast.Call(ast.Name(stmt.name, ast.Load()), [ast.Constant(item.name)], [])
                     debug = ast.Call(ast.Attribute(make, "debug", ast.Load()), [], [])
-                    calls.append(ast.copy_location(ast.Expr(debug), item))
-    return calls
+                    cases.append([ast.copy_location(ast.Expr(debug), item)])
+        elif isinstance(stmt, ast.ClassDef) and _is_pytest_class(stmt):
+            for item in stmt.body:
+                if _is_test_function(item):
+                    cases += _function_cases(item, item.name, stmt.name)  # type: ignore[arg-type]
+    return cases
+
+
+def _is_test_function(stmt: ast.stmt) -> bool:
+    import ast
+
+    return isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name.startswith("test")
+
+
+def _is_pytest_class(cls: ast.ClassDef) -> bool:
+    """pytest's rule: a class named ``Test*`` without ``__init__``."""
+    import ast
+
+    return cls.name.startswith("Test") and not any(
+        isinstance(s, ast.FunctionDef) and s.name == "__init__" for s in cls.body
+    )
+
+
+def _parametrize(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[tuple[list[str], ast.expr]]:
+    """The (argument names, argument values) of each ``@...parametrize(...)`` decorator."""
+    import ast
+
+    out = []
+    for dec in func.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else None
+        name = getattr(target, "attr", getattr(target, "id", ""))
+        if name != "parametrize" or not isinstance(dec, ast.Call):
+            continue
+        args = list(dec.args) + [
+            k.value for k in dec.keywords if k.arg in ("argnames", "argvalues")
+        ]
+        if len(args) < 2:
+            raise ValueError(f"{func.name}: a parametrize decorator needs argnames and argvalues")
+        names_node, values = args[0], args[1]
+        if isinstance(names_node, ast.Constant) and isinstance(names_node.value, str):
+            names = [n.strip() for n in names_node.value.split(",") if n.strip()]
+        elif isinstance(names_node, ast.List | ast.Tuple) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in names_node.elts
+        ):
+            names = [e.value for e in names_node.elts]  # type: ignore[attr-defined]
+        else:
+            raise ValueError(
+                f"{func.name}: parametrize's argument names must be written out (a string or a "
+                f"list of strings)"
+            )
+        out.append((names, values))
+    return out
+
+
+def _row_source(names: list[str], row: ast.expr) -> str | None:
+    """Keyword arguments for one literal parameter set, or None when it is not literal."""
+    import ast
+
+    if (
+        isinstance(row, ast.Call)
+        and getattr(row.func, "attr", getattr(row.func, "id", "")) == "param"
+    ):
+        values = list(row.args)
+    elif len(names) == 1:
+        values = [row]
+    elif isinstance(row, ast.Tuple | ast.List):
+        values = list(row.elts)
+    else:
+        return None
+    if len(values) != len(names) or any(isinstance(v, ast.Starred) for v in values):
+        return None
+    return ", ".join(f"{n}=({ast.unparse(v)})" for n, v in zip(names, values, strict=True))
+
+
+def _function_cases(
+    func: ast.FunctionDef | ast.AsyncFunctionDef, name: str, cls: str | None
+) -> list[list[ast.stmt]]:
+    import ast
+    import itertools
+
+    params = _parametrize(func)
+    given = {n for names, _ in params for n in names}
+    a = func.args
+    positional = [*a.posonlyargs, *a.args]
+    if cls is not None and positional:
+        positional = positional[1:]  # self
+    n_default = len(a.defaults)
+    required = [p.arg for p in positional[: len(positional) - n_default]]
+    required += [p.arg for p, d in zip(a.kwonlyargs, a.kw_defaults, strict=True) if d is None]
+    fixtures = [r for r in required if r not in given]
+    if fixtures:
+        what = "a pytest fixture" if len(fixtures) == 1 else "pytest fixtures"
+        raise ValueError(
+            f"the test {name} needs {', '.join(fixtures)}, {what} (an argument neither "
+            f"parametrized nor given a default), and fixtures are not run here: drop the "
+            f"argument, or parametrize it with @pytest.mark.parametrize"
+        )
+    rows = [
+        [_row_source(names, r) for r in values.elts]
+        if isinstance(values, ast.List | ast.Tuple)
+        else [None]
+        for names, values in params
+    ]
+    literal = all(None not in r for r in rows)
+    calls: list[str] = []
+    if literal:
+        calls = [", ".join(combo) for combo in itertools.product(*rows)]
+    else:  # one case, a loop over every parameter set
+        loops, kwargs = [], []
+        for i, (names, values) in enumerate(params):
+            row = f"__botgrpo_row{i}"
+            plain = f"({row},)" if len(names) == 1 else row
+            loops.append(
+                f"for {row} in ({ast.unparse(values)}):\n"
+                f"    {row} = {row}.values if type({row}).__name__ == 'ParameterSet' else {plain}"
+            )
+            kwargs += [f"{n}={row}[{j}]" for j, n in enumerate(names)]
+        calls = [", ".join(kwargs)]
+    owner = f"{cls}()" if cls is not None else None
+    cases = []
+    for args in calls:
+        target = f"__botgrpo_obj.{name}" if owner else name
+        call = f"{target}({args})"
+        if isinstance(func, ast.AsyncFunctionDef):
+            call = f"__import__('asyncio').run({call})"
+        if owner:
+            body = (
+                f"__botgrpo_obj = {owner}\n"
+                f"getattr(__botgrpo_obj, 'setup_method', lambda m: None)({target})\n"
+                f"try:\n    {call}\n"
+                f"finally:\n    getattr(__botgrpo_obj, 'teardown_method', lambda m: None)({target})"
+            )
+        else:
+            body = call
+        if not literal:
+            body = _nest(loops, body)
+        stmts = ast.parse(body).body
+        for s in stmts:
+            for node in ast.walk(s):
+                ast.copy_location(node, func)
+        cases.append(stmts)
+    return cases
+
+
+def _nest(loops: list[str], body: str) -> str:
+    """``body`` inside the loops, each loop (a header and its first statement) one level in."""
+    lines: list[str] = []
+    for depth, loop in enumerate(loops):
+        lines += ["    " * depth + line for line in loop.split("\n")]
+    lines += ["    " * len(loops) + line for line in body.split("\n")]
+    return "\n".join(lines)
 
 
 def _is_test_case(base: ast.expr) -> bool:

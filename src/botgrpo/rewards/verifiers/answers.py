@@ -11,23 +11,24 @@ Two stages:
    sets, intervals, equivalent symbolic forms) and compares them.
 
 math-verify guards itself with ``signal.alarm``, which only works in the main thread. In the
-main thread the check uses its timeout (``timeout_s``, whole seconds); in any other thread it
-runs without one (math-verify's own advice) and the input size limit ``max_chars`` is the
-guard. math-verify's exceptions, including its timeout (a ``BaseException``), never escape:
-they count as a wrong answer and are reported in :attr:`AnswerCheck.method`.
+main thread the check runs here with its timeout (``timeout_s``, whole seconds); in any other
+thread it runs in a child process with the same timeout
+(:mod:`~botgrpo.rewards.verifiers.math_verify_process`), so that a short input such as
+``9^{9^9}`` cannot freeze the caller. math-verify's exceptions and timeouts never escape: they
+count as a wrong answer and are reported in :attr:`AnswerCheck.method`. How short answers are
+read (candidate lists are not paid) is in :mod:`~botgrpo.rewards.verifiers.math_verify_check`.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
 
-from math_verify import parse, verify
 from math_verify.errors import TimeoutException
 
+from botgrpo.rewards.verifiers.math_verify_check import verify_answer
+from botgrpo.rewards.verifiers.math_verify_process import verify_in_process
 from botgrpo.rewards.verifiers.symbolic import SymbolicConfig, evaluate_arithmetic
 
 __all__ = ["AnswerCheck", "AnswerConfig", "check_answer"]
@@ -38,7 +39,7 @@ class AnswerConfig:
     """Options of the final-answer check."""
 
     timeout_s: int = 5
-    """math-verify timeout in whole seconds (main thread only; see the module docstring)."""
+    """math-verify timeout in whole seconds (off the main thread, in a child process)."""
     max_chars: int = 2000
     """A longer prediction is cut to its last ``max_chars`` characters (the answer comes last)."""
     float_rounding: int = 6
@@ -86,52 +87,15 @@ def _unwrap(answer: str) -> str:
 _EXACT = SymbolicConfig(allow_symbols=False, max_claim_chars=200)
 
 
-_DELIMITED = re.compile(r"\$|\\\(|\\\[|\\boxed")
-
-#: A number in plain text: two or more in an answer make it a tuple, a list, a set or an
-#: expression, which math-verify's plain-expression reader would cut to its last number.
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-
-
-def _parse(text: str, timeout: int | None) -> list[Any]:
-    """math-verify's parse. Short text is read inside ``$...$`` first when it is bare LaTeX (no
-    ``$``, ``\\(``, ``\\[``, ``\\boxed``) or holds two or more numbers: math-verify's
-    plain-expression reader keeps only the last number it finds, so ``(3, 4)`` or ``12 or 13``
-    would match a reference of 4 or 13, and a policy listing candidates would be paid."""
-    short = len(text) <= 500 and not _DELIMITED.search(text)
-    bare_latex = short and ("\\" in text or len(_NUMBER.findall(text)) >= 2)
-    if bare_latex:
-        parsed = parse(f"${text}$", parsing_timeout=timeout)  # type: ignore[arg-type]
-        if parsed:
-            return parsed
-    parsed = parse(text, parsing_timeout=timeout)  # type: ignore[arg-type]
-    if not parsed and not bare_latex and len(text) <= 500:
-        parsed = parse(f"${text}$", parsing_timeout=timeout)  # type: ignore[arg-type]
-    return parsed
-
-
-@functools.lru_cache(maxsize=4096)
-def _parse_gold(gold: str, timeout: int | None) -> tuple[Any, ...]:
-    return tuple(_parse(gold, timeout))
-
-
 def _math_verify(prediction: str, gold: str, config: AnswerConfig) -> AnswerCheck:
-    main = threading.current_thread() is threading.main_thread()
-    timeout = config.timeout_s if main else None
+    if threading.current_thread() is not threading.main_thread():
+        ok, method = verify_in_process(prediction, gold, config.float_rounding, config.timeout_s)
+        return AnswerCheck(ok, method)
     try:
-        gold_parsed = list(_parse_gold(gold, timeout))
-        pred_parsed = _parse(prediction, timeout)
-        ok = verify(
-            gold_parsed,
-            pred_parsed,
-            float_rounding=config.float_rounding,
-            timeout_seconds=timeout,
-        )
+        ok, method = verify_answer(prediction, gold, config.float_rounding, config.timeout_s)
     except TimeoutException:
         return AnswerCheck(False, "timeout")
-    except Exception:
-        return AnswerCheck(False, "error")
-    return AnswerCheck(bool(ok), "math_verify")
+    return AnswerCheck(ok, method)
 
 
 def check_answer(

@@ -14,7 +14,8 @@ integers, decimals, thousands separators (``1,234``: comma followed by exactly t
 ``+ - − * × · ⋅ / ÷ ^ **``, ``x`` between two numbers (``3 x 4``), ``%`` (divide by 100),
 ``²``/``³``, brackets ``() [] {}``, implicit products written without a space (``2(3+4)``,
 ``2x``), LaTeX ``\\frac{a}{b}``, ``\\times``, ``\\cdot``, ``\\div``, ``\\sqrt{}`` (exact roots
-only), ``\\left``/``\\right`` and ``$``. Single letters are symbols: ``x + x = 2x`` holds,
+only), ``\\left``/``\\right``, ``\\boxed``, ``\\%`` and ``$``; ``\\text``, ``\\quad`` and
+their kind read as words. Single letters are symbols: ``x + x = 2x`` holds,
 ``2(x+1) = 2x+1`` is false, ``x = 5`` (an equation, not an identity) is not checkable.
 A label before a claim (``c:``, ``Step 1:``, ``1.``, ``1)``) is not part of it, and a sign
 after it starts the claim: ``c:-6-2=-8`` holds. Numbers written against a colon on both sides
@@ -25,6 +26,13 @@ Conservative by design: a false -1 hurts training more than a missing verdict, s
 - a side that is not an arithmetic expression makes its claim uncheckable; a segment next to
   an operator word ("25% of 80 = 20", "3 times 4 = 12") drops the claim on that side, and so
   does an expression cut by a line break after an operator ("5 *\\n2 = 10");
+- notation the parser does not read drops the claim on the side it touches: any other LaTeX
+  command (``\\pi``, ``\\bmod``, ``\\overline``, ``\\ldots``), a subscript, prime, factorial,
+  degree sign or Greek letter written against it (``a_1 = 3``, ``120 = 5!``, ``2π(5) = 10π``),
+  an ellipsis (``1 + 2 + ... + 10 = 55``), a ratio (``2 : 3 = 4 : 6``), a number written
+  before ``\\frac`` (``3\\frac{1}{2}``: a mixed number or a product);
+- a GSM8K calculator annotation (``48/2 = <<48/2=24>>25``) is checked on its own, and the text
+  around it as if it were not there (``48/2 = 25``, false);
 - a line opening with ``-``, ``*``, ``+`` or ``•`` and a space is read as a Markdown list item
   ("- 3 + 4 = 7" holds), unless reading the marks as signs makes every claim hold
   ("- 3 + 4 = 1"): a step is false only where it is false under both readings;
@@ -124,7 +132,7 @@ class StepCheck:
 
 _TOKEN = re.compile(
     r"""
-    (?P<ws>[ \t]+|\$|\\[,;:! ]|\\[()\[\]]|\\left\b|\\right\b|\\displaystyle\b)
+    (?P<ws>[ \t]+|\$|\\[,;:! ]|\\[()\[\]]|\\left\b|\\right\b|\\displaystyle\b|\\boxed\b)
    |(?P<num>\d{1,3}(?:,\d{3})+(?![\d])(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)
    |(?P<frac>\\[dt]?frac\b)
    |(?P<sqrt>\\sqrt\b|√)
@@ -133,8 +141,9 @@ _TOKEN = re.compile(
    |(?P<eq>==|=)
    |(?P<lp>[(\[{])
    |(?P<rp>[)\]}])
-   |(?P<pct>%)
+   |(?P<pct>\\?%)
    |(?P<sup>[²³])
+   |(?P<cmd>\\[A-Za-z]+)
    |(?P<word>[A-Za-z]+)
    |(?P<other>[\s\S])
     """,
@@ -194,6 +203,12 @@ _OPERATOR_WORDS = frozenset(
 )
 
 
+#: LaTeX commands that space or hold text: read as a word (a break), not as unread math.
+_TEXT_COMMANDS = frozenset(
+    ["quad", "qquad", "text", "textrm", "textbf", "textit", "mathrm", "mathbf", "mbox", "hspace"]
+)
+
+
 @dataclass
 class _Tok:
     kind: str
@@ -212,6 +227,8 @@ def _tokenize(text: str) -> list[_Tok]:
             space = True
             continue
         value = m.group(0)
+        if kind == "cmd" and value[1:] in _TEXT_COMMANDS:
+            kind, value = "word", value[1:]
         if kind == "word" and len(value) == 1:
             kind = "var"
         if kind == "op":
@@ -263,6 +280,8 @@ class _Parser:
 
     def _implicit(self, t: _Tok) -> bool:
         prev = self.toks[self.pos - 1]
+        if t.kind == "frac" and prev.kind == "num":  # 3\frac{1}{2}: a mixed number or a product
+            raise _Refused("a number before \\frac")
         starts = t.kind in ("lp", "var", "frac", "sqrt") or (t.kind == "num" and prev.kind == "rp")
         return starts and not t.space_before and prev.kind in ("num", "var", "rp", "sup", "pct")
 
@@ -507,40 +526,79 @@ def _segments(toks: list[_Tok]) -> list[tuple[list[_Tok], bool, bool]]:
     """Runs of tokens between breaks, with flags: operator word just before / just after.
 
     A word counts as an operator word when it is in ``_OPERATOR_WORDS`` or is written against
-    an operand without a space (``3cm``, ``sin(30)``, ``log2``). After a separator
-    (``: ; , .``) a sign starts a new claim (``c:-6-2=-8``, ``Step 1: -3+1=-2``), except
-    between two numbers written against it (``3:4``, ``12:30``, ``3:-2``: a ratio or a
-    time, not checked) unless the first number follows a label word (``Step 1:-6-2=-8``).
+    an operand without a space (``3cm``, ``sin(30)``, ``log2``); a LaTeX command not read as
+    arithmetic (``\\pi``, ``\\bmod``, ``\\overline``, ``\\ldots``) always counts as one. A
+    mark of :data:`_GLUED_MARKS` (a subscript ``_``, a prime, ``!``, a Greek letter) taints
+    the side it is written against (``a_1 = 3``, ``120 = 5!``, ``2π(5) = 10π``). After a
+    separator (``: ; , .``) a sign starts a new claim (``c:-6-2=-8``, ``Step 1: -3+1=-2``),
+    except between two numbers around a colon (``3:4``, ``12:30``, ``2 : 3``: a ratio or a
+    time, not checked) unless the first number follows a label word (``Step 1:-6-2=-8``), and
+    except where the separator joins a number to what follows it (``0.\\overline{3}``). A
+    taint carries over breaks with nothing between them (``2 + ... + 10``).
     """
     out: list[tuple[list[_Tok], bool, bool]] = []
     current: list[_Tok] = []
     taint_left = False
     after_label_word = False
     for k, t in enumerate(toks):
-        if t.kind not in ("word", "other", "brk"):
+        if t.kind not in ("word", "other", "brk", "cmd"):
             current.append(t)
             continue
         word = t.kind == "word"
-        known = word and t.text.lower() in _OPERATOR_WORDS
+        known = (word and t.text.lower() in _OPERATOR_WORDS) or t.kind == "cmd"
         glued_prev = bool(current) and not t.space_before and current[-1].kind in _OPERANDS
         label_index = after_label_word and len(current) == 1 and current[0].kind == "num"
-        if current:
-            out.append((current, taint_left, known or (word and glued_prev)))
         nxt = toks[k + 1] if k + 1 < len(toks) else None
         glued_next = nxt is not None and not nxt.space_before and nxt.kind in ("lp", "num", "var")
+        mark = t.kind == "other" and _is_glued_mark(t.text)
+        separator = t.kind == "other" and t.text in _SEPARATORS
+        joins = separator and not label_index and _joins_numbers(t, current, nxt, glued_prev)
+        taint_right = known or ((word or mark) and glued_prev) or joins
+        if current:
+            out.append((current, taint_left, taint_right))
         # "5 *\n2 = 10": an expression cut by a line break (or a mark) goes on after it
         dangling = bool(current) and current[-1].kind == "op"
-        if t.kind == "other" and t.text in _SEPARATORS:
-            taint_left = _separator_taints(t, current, nxt, glued_prev and not label_index)
-            taint_left = taint_left or dangling
+        if separator:
+            new_taint = _separator_taints(t, current, nxt, glued_prev and not label_index)
+            new_taint = new_taint or joins or dangling
         else:
             # "3cm + 4 = 7": an operator after a unit word continues the phrase before it.
             continued = nxt is not None and nxt.kind == "op" and (glued_prev or nxt.text in "+*/^")
-            taint_left = known or (word and glued_next) or continued or dangling
+            glued_after = (
+                nxt is not None
+                and not nxt.space_before
+                and nxt.kind != "word"
+                and not (nxt.kind == "other" and nxt.text in _SEPARATORS)
+            )
+            new_taint = known or (word and glued_next) or (mark and glued_after)
+            new_taint = new_taint or continued or dangling
+        taint_left = new_taint or (taint_left and not current and not t.space_before)
         after_label_word, current = word and t.text.lower() in _LABEL_WORDS, []
     if current:
         out.append((current, taint_left, False))
     return out
+
+
+#: Marks that belong to the expression they are written against, which the parser does not
+#: read: a subscript, a prime, a factorial, a degree sign; Greek letters are added by
+#: :func:`_is_glued_mark`.
+_GLUED_MARKS = frozenset("_'′″!°")
+
+
+def _is_glued_mark(ch: str) -> bool:
+    return ch in _GLUED_MARKS or "\u0370" <= ch <= "\u03ff"
+
+
+def _joins_numbers(sep: _Tok, before: list[_Tok], nxt: _Tok | None, glued_prev: bool) -> bool:
+    """Whether separator ``sep`` joins the number before it to what follows instead of ending
+    a claim: a colon between two numbers, spaced or not (``2 : 3``, ``12:30``: a ratio or a
+    time), or any separator written against a number and against a following mark or command
+    (``0.\\overline{3}``)."""
+    if nxt is None or not before or before[-1].kind != "num":
+        return False
+    if sep.text == ":" and (nxt.kind == "num" or (nxt.kind == "op" and nxt.text in "+-")):
+        return True
+    return glued_prev and not nxt.space_before and nxt.kind in ("other", "cmd")
 
 
 def _drop_list_label(toks: list[_Tok]) -> list[_Tok]:
@@ -585,11 +643,16 @@ def _parse(toks: list[_Tok], cfg: SymbolicConfig) -> Any | None:
 
 def _strip_dangling(toks: list[_Tok], *, left: bool) -> list[_Tok]:
     """Drop closing brackets that open a chain (``...) 3+4 = 7``) or opening brackets that end
-    it (``= 12 (because ...``); nothing else is ever dropped."""
+    it (``= 12 (because ...``); nothing else is ever dropped. A chain that opens with such a
+    bracket and then an operator continues something before it and is not checked."""
     kind = "rp" if left else "lp"
     toks = list(toks)
+    stripped = False
     while toks and toks[0 if left else -1].kind == kind:
         toks.pop(0 if left else -1)
+        stripped = True
+    if stripped and left and toks and toks[0].kind == "op":  # "} + 3 = 8": a phrase goes on
+        return []
     return toks
 
 
@@ -680,7 +743,26 @@ def check_step(text: str, config: SymbolicConfig | None = None) -> StepCheck:
 _BULLET = re.compile(r"(^|\n)([ \t]*[-*+•][ \t])")
 
 
+#: A calculator annotation of GSM8K's solutions, ``<<48/2=24>>``: its result is not the text's.
+_ANNOTATION = re.compile(r"<<([^<>\n]{0,400})>>")
+
+
 def _check_claims(text: str, cfg: SymbolicConfig) -> StepCheck:
+    """Every claim of ``text``; a calculator annotation (``48/2 = <<48/2=24>>25``) is checked
+    on its own, and the text around it as if it were not there (``48/2 = 25``)."""
+    notes = [m.group(1) for m in _ANNOTATION.finditer(text)]
+    if not notes:
+        return _check_text(text, cfg)
+    claims: list[Claim] = []
+    for part in (_ANNOTATION.sub(lambda m: " " * len(m.group(0)), text), *notes):
+        claims += _check_text(part, cfg).claims
+    claims = claims[: cfg.max_claims]
+    if not claims:
+        return StepCheck(0, ())
+    return StepCheck(1 if all(c.holds for c in claims) else -1, tuple(claims))
+
+
+def _check_text(text: str, cfg: SymbolicConfig) -> StepCheck:
     deadline = time.perf_counter() + cfg.max_seconds
     claims: list[Claim] = []
     for seg, taint_l, taint_r in _segments(_drop_list_label(_tokenize(text))):

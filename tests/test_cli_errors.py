@@ -117,6 +117,20 @@ def test_train_reports_a_bad_config_file_in_one_line(workdir, capsys, config, pa
         (["--reward_funcs", "task_reward"], ["'task_reward'", "set task"]),
         (["--model_name_or_path", "./no_such_model"], ["'./no_such_model' is not a folder"]),
         (["--use_cpu", "false", "--bf16", "true"], ["bf16"]),
+        # settings TRL, PEFT or transformers refuse only once the model is loaded
+        (["--seed", "-1"], ["seed must be in [0, 2**32 - 1]"]),
+        (["--min_p", "2"], ["min_p must be in [0, 1]"]),
+        (
+            ["--loss_type", "dr_grpo", "--max_completion_length", "None"],
+            ["dr_grpo divides by max_completion_length"],
+        ),
+        (["--lr_scheduler_type", "cosine_with_min_lr"], ["min_lr or min_lr_rate"]),
+        (["--use_peft", "true", "--lora_r", "0"], ["lora_r must be a whole number >= 1"]),
+        (["--resume_from_checkpoint", "./nothere"], ["is not a checkpoint folder"]),
+        (["--resume_from_checkpoint", "true"], ["holds no checkpoint-* folder"]),
+        (["--report_to", "dagshub"], ["report_to dagshub needs dagshub", "report_to none"]),
+        # fewer prompts than one generation batch draws: TRL would stop at step 0
+        (["--task_size", "3"], ["the training set has 3 prompts, fewer than the 4"]),
     ],
 )
 def test_train_checks_its_inputs_before_building_a_model(workdir, capsys, flags, parts):
@@ -158,3 +172,27 @@ def test_the_console_script_exits_2_and_a_bug_keeps_its_traceback(workdir):
     bug = botgrpo("compare", "--task", "chain")
     assert bug.returncode == 1
     assert "Traceback" in bug.stderr and "RuntimeError: boom" in bug.stderr
+
+
+@pytest.mark.parametrize(
+    ("template", "parts"),
+    [
+        ("Q: {}", ["has the field {}", "name a column in braces"]),
+        ("Q: {question.real}", ["has the field {question.real}"]),
+        ("Q: {question", ["is not a format string", "double a literal brace"]),
+        ("Q: {nope}", ["names the column 'nope'", "['question', 'sol']"]),
+    ],
+)
+def test_a_prompt_template_that_does_not_fit_the_dataset_is_named(workdir, capsys, template, parts):
+    data = workdir / "my data"
+    data.mkdir()
+    rows = "".join(f'{{"question": "{i} + 1?", "sol": "{i + 1}"}}\n' for i in range(8))
+    (data / "train.jsonl").write_text(rows)
+    argv = ["train", "--config", str(CPU_RECIPE), "--model_name_or_path", f"tiny:{workdir / 'm'}"]
+    argv += ["--task", "none", "--dataset_name", str(data), "--answer_column", "sol"]
+    argv += ["--reward_funcs", "math_step_reward", "--prompt_template", template]
+    code, err = run_cli(argv, capsys)
+    assert code == 2
+    assert_one_line(err, "train", *parts)
+    assert "cannot be loaded" not in err
+    assert not (workdir / "m").exists()

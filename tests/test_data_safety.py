@@ -214,7 +214,17 @@ def _comparison_folder(root: Path) -> Path:
 
 @pytest.mark.parametrize(
     "target",
-    ["comparison", "run", "warm-start", "shipped", "out-dir", "cache", "users-files"],
+    [
+        "comparison",
+        "run",
+        "warm-start",
+        "shipped",
+        "out-dir",
+        "cache",
+        "users-files",
+        "users-checkpoints",
+        "users-project",
+    ],
 )
 def test_train_refuses_an_output_dir_another_command_owns(tmp_path, capsys, target):
     """Also the folder holding comparisons and their warm-start cache (marking it a training
@@ -231,6 +241,13 @@ def test_train_refuses_an_output_dir_another_command_owns(tmp_path, capsys, targ
     mine = tmp_path / "mine"
     mine.mkdir()
     (mine / "README.md").write_text("my notes\n")
+    # transformers removes old checkpoint-* folders of its output_dir, whoever wrote them
+    checkpoints = tmp_path / "mine-checkpoints"
+    (checkpoints / "checkpoint-0").mkdir(parents=True)
+    (checkpoints / "checkpoint-0" / "notes.txt").write_text("precious\n")
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "notes.md").write_text("notes\n")
     folder = {
         "comparison": comparison,
         "run": run,
@@ -239,13 +256,39 @@ def test_train_refuses_an_output_dir_another_command_owns(tmp_path, capsys, targ
         "out-dir": tmp_path / "runs",
         "cache": tmp_path / "runs" / ".cache",
         "users-files": mine,
+        "users-checkpoints": checkpoints,
+        "users-project": project,
     }[target]
     before = {p: p.stat().st_mtime_ns for p in folder.rglob("*")}
     code = main(["train", "--config", "recipes/chain_tiny_cpu.yaml", "--output_dir", str(folder)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert "pick another folder" in err or "outside it" in err
+    assert any(fix in err for fix in ("pick another folder", "outside it", "new or empty folder"))
     assert {p: p.stat().st_mtime_ns for p in folder.rglob("*")} == before
+
+
+def test_diagnose_does_not_build_a_tiny_model_over_the_users_folder(tmp_path, capsys):
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "tokenizer.json").write_text('{"my": "tokenizer"}')
+    code = main(
+        ["diagnose", "--task", "chain", "--model", f"tiny:{mine}", "--out-dir", str(tmp_path / "d")]
+    )
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "exists and holds no model" in err
+    assert [p.name for p in mine.iterdir()] == ["tokenizer.json"]
+    assert (mine / "tokenizer.json").read_text() == '{"my": "tokenizer"}'
+
+
+def test_a_folder_train_made_is_removed_when_the_trainer_refuses_its_settings(tmp_path, capsys):
+    out = tmp_path / "out"
+    recipe = "recipes/chain_tiny_cpu.yaml"
+    code = main(["train", "--config", recipe, "--output_dir", str(out), "--use_vllm", "true"])
+    err = capsys.readouterr().err.strip()
+    # the model loads before TRL refuses the setting; the error is the last line
+    assert code == 2 and err.splitlines()[-1].startswith("botgrpo train: error: vLLM"), err
+    assert not out.exists()
 
 
 def test_a_folder_inside_one_botgrpo_owns_is_refused(tmp_path):

@@ -304,3 +304,13 @@ def test_compare_flags_are_generated_from_the_config(capsys):
     assert main(["compare", "--methods", "grpo", "trpo"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("botgrpo compare: error: unknown method") and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("spelling", [["--config=RECIPE"], ["--config", "RECIPE"]])
+def test_the_recipe_is_read_with_either_spelling_of_the_config_flag(spelling):
+    from botgrpo.trl.script import parse_train_args
+
+    recipe = str(Path(__file__).resolve().parents[1] / "recipes" / "chain_tiny_cpu.yaml")
+    argv = [a.replace("RECIPE", recipe) for a in spelling] + ["--max_steps", "3"]
+    script_args, config, _ = parse_train_args(argv)
+    assert (script_args.task, config.max_steps) == ("chain", 3)

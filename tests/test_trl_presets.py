@@ -83,6 +83,21 @@ def test_default_is_bot_and_no_preset_means_trl_defaults():
     assert _config(preset="none").preset is None
 
 
+@pytest.mark.parametrize(("preset", "estimator"), [("bot", None), (None, "bot"), ("pure", None)])
+def test_scale_rewards_for_an_estimator_that_ignores_it_is_said_to_have_no_effect(
+    preset, estimator
+):
+    """A TRL user's scale_rewards="none" does not reach the bag estimator: no warning may say
+    that it wins."""
+    kwargs = {"advantage_estimator": estimator} if estimator else {}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        _config(preset=preset, scale_rewards="none", **kwargs)
+    texts = [str(w.message) for w in caught]
+    assert any("scale_rewards='none' has no effect" in t for t in texts), texts
+    assert not any("'none' wins" in t for t in texts), texts
+
+
 def test_explicit_option_wins_and_the_warning_says_so():
     with pytest.warns(
         UserWarning,

@@ -168,6 +168,24 @@ def check_no_foreign_files(path: str | Path, names: tuple[str, ...], what: str) 
         )
 
 
+def check_empty_unless_ours(path: str | Path, what: str) -> None:
+    """:class:`FolderOwned` when ``path`` is a folder botgrpo did not write that holds anything:
+    a command that keeps checkpoints there (and, as transformers does, removes old
+    ``checkpoint-*`` folders) must not take over the user's files. Creates nothing."""
+    path = Path(path).expanduser()
+    if not path.is_dir() or folder_kind(path) is not None:
+        return
+    entries = sorted(child.name for child in path.iterdir())
+    if entries:
+        shown = ", ".join(entries[:3]) + (
+            f" and {len(entries) - 3} more" if len(entries) > 3 else ""
+        )
+        raise FolderOwned(
+            f"{what} {path} already holds files botgrpo did not write ({shown}); pass a new or "
+            "empty folder"
+        )
+
+
 def check_outside_owned(path: str | Path, what: str) -> None:
     """:class:`FolderOwned` when ``path`` (a folder a command makes things in, such as
     compare's ``--out-dir`` with its ``.cache``) is, or lies inside, a folder botgrpo wrote of
@@ -228,11 +246,15 @@ def own_folder(
     """Hold ``path`` (created if missing) as a folder of ``kind`` for ``command`` while the
     ``with`` block runs: checks its kind (:func:`check_folder_kind`), takes its lock at once or
     raises :class:`FolderBusy` naming the holder, records the kind and holder in
-    ``.botgrpo.json``, and releases the lock on the way out (also on an exception or Ctrl-C)."""
+    ``.botgrpo.json``, and releases the lock on the way out (also on an exception or Ctrl-C).
+    A folder it created is removed again when the block fails before anything else was
+    written in it (a setting refused once the trainer is built leaves nothing behind)."""
     path = Path(path).expanduser()
     check_folder_kind(path, kind, also=also, what=what)
+    created = not path.exists()
     path.mkdir(parents=True, exist_ok=True)
     lock = _take(path, what)
+    failed = True
     try:
         check_folder_kind(path, kind, also=also, what=what)  # another command may have won
         record = {
@@ -243,8 +265,23 @@ def own_folder(
         }
         atomic_write_text(path / OWNER_FILE, json.dumps(record, indent=2))
         yield path
+        failed = False
     finally:
         lock.release()
+        if failed and created:
+            _remove_if_only_markers(path)
+
+
+def _remove_if_only_markers(path: Path) -> None:
+    """Remove ``path`` when it holds nothing but botgrpo's marker and lock files."""
+    try:
+        entries = list(path.iterdir())
+        if all(e.name in (OWNER_FILE, LOCK_FILE) and e.is_file() for e in entries):
+            for entry in entries:
+                entry.unlink()
+            path.rmdir()
+    except OSError:
+        pass  # another process wrote there, or the folder is gone: leave it
 
 
 def mark_folder(path: str | Path, kind: str, command: str) -> None:

@@ -63,10 +63,31 @@ def resolve_model_path(name_or_path: str | None) -> str:
         return name_or_path
     from botgrpo.tiny import build_tiny_model
 
-    path = Path(name_or_path[len(TINY_PREFIX) :] or "tiny-model")
+    path = check_tiny_folder(name_or_path)
     if not (path / "config.json").exists():
         build_tiny_model(path)
     return str(path)
+
+
+def check_tiny_folder(name_or_path: str) -> Path:
+    """The folder of ``tiny:DIR`` (``tiny-model`` when DIR is empty), checked before the tiny
+    model is built there: ValueError when it exists without a model (the user's folder), cannot
+    be written, or is or lies inside another botgrpo output. Creates nothing."""
+    from botgrpo.folders import check_folder_kind
+    from botgrpo.usage import check_writable_folder
+
+    path = Path(name_or_path[len(TINY_PREFIX) :] or "tiny-model").expanduser()
+    try:
+        if path.exists() and not (path / "config.json").is_file():
+            raise ValueError(
+                f"{path} exists and holds no model (no config.json); pass a new folder or a "
+                "tiny model's folder"
+            )
+        check_writable_folder(path, "the tiny model's folder")
+        check_folder_kind(path, "model", what="the tiny model's folder")
+    except (ValueError, OSError) as err:
+        raise ValueError(f"model_name_or_path {name_or_path!r}: {err}") from None
+    return path
 
 
 __all__ = [
@@ -74,6 +95,7 @@ __all__ = [
     "REAL_PREFIX",
     "TINY_PREFIX",
     "WARM_PREFIX",
+    "check_tiny_folder",
     "fetch_real_model",
     "real_model_path",
     "resolve_model_path",

@@ -276,6 +276,30 @@ class BoTGRPOConfig(GRPOConfig):
             raise ValueError(
                 f"max_completion_length must be >= 1 token, got {self.max_completion_length}"
             )
+        if self.loss_type == "dr_grpo" and self.max_completion_length is None:
+            raise ValueError(
+                "loss_type dr_grpo divides by max_completion_length, which is None; set "
+                "max_completion_length or another loss_type"
+            )
+        if self.min_p is not None and not 0 <= self.min_p <= 1:
+            raise ValueError(f"min_p must be in [0, 1], got {self.min_p}")
+        scheduler = getattr(self.lr_scheduler_type, "value", self.lr_scheduler_type)
+        scheduler_kwargs = self.lr_scheduler_kwargs or {}
+        if isinstance(scheduler_kwargs, str):  # a flag's JSON, parsed by transformers later
+            try:
+                scheduler_kwargs = json.loads(scheduler_kwargs)
+            except ValueError:
+                scheduler_kwargs = {}
+        if scheduler in ("cosine_with_min_lr", "cosine_warmup_with_min_lr") and not (
+            isinstance(scheduler_kwargs, dict)
+            and ("min_lr" in scheduler_kwargs or "min_lr_rate" in scheduler_kwargs)
+        ):
+            raise ValueError(
+                f"lr_scheduler_type {scheduler} needs min_lr or min_lr_rate in "
+                "lr_scheduler_kwargs, e.g. --lr_scheduler_kwargs '{\"min_lr_rate\": 0.1}'"
+            )
+        if not 0 <= self.seed < 2**32:
+            raise ValueError(f"seed must be in [0, 2**32 - 1], got {self.seed}")
         if self.max_steps == 0 or self.max_steps < -1:
             raise ValueError(
                 f"max_steps must be >= 1 (or -1 to train num_train_epochs), got {self.max_steps}"

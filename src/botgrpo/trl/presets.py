@@ -197,12 +197,21 @@ def resolve_preset(preset: str | None, given: Mapping[str, Any]) -> dict[str, An
     """
     row = TRL_DEFAULTS if preset is None else vars(get_preset(preset))
     resolved: dict[str, Any] = {}
+    estimator = given.get("advantage_estimator") or row["advantage_estimator"]
     for knob in PRESET_KNOBS:
         value = given.get(knob)
         if value is None:
             resolved[knob] = row[knob]
             continue
-        if preset is not None and value != row[knob]:
+        if knob == "scale_rewards" and value != row[knob] and not _reads_scale(estimator):
+            warnings.warn(
+                f"scale_rewards={value!r} has no effect: advantage estimator {estimator!r} takes "
+                "no scale (its advantages are normalised as docs/trainer/presets.md says); leave "
+                "scale_rewards out, or use the grpo estimator, which reads it",
+                UserWarning,
+                stacklevel=3,
+            )
+        elif preset is not None and value != row[knob]:
             warnings.warn(
                 f"preset {preset!r} sets {knob}={row[knob]!r} but {knob}={value!r} was given "
                 f"explicitly; the explicit value {value!r} wins",
@@ -211,3 +220,13 @@ def resolve_preset(preset: str | None, given: Mapping[str, Any]) -> dict[str, An
             )
         resolved[knob] = value
     return resolved
+
+
+def _reads_scale(estimator: str) -> bool:
+    """Whether advantage estimator ``estimator`` has a ``scale`` option (scale_rewards)."""
+    from botgrpo.core import get_advantage_estimator
+
+    try:
+        return "scale" in getattr(get_advantage_estimator(estimator), "options", ())
+    except (KeyError, ValueError):
+        return True  # an unknown name is refused by the config's own check

@@ -13,6 +13,7 @@ import gc
 import inspect
 import json
 import re
+import string
 import sys
 import warnings
 from collections.abc import Mapping, Sequence
@@ -23,8 +24,8 @@ from typing import Any
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
 from botgrpo.folders import (
+    check_empty_unless_ours,
     check_folder_kind,
-    check_no_foreign_files,
     check_not_busy,
     command_line,
     own_folder,
@@ -34,6 +35,7 @@ from botgrpo.models import (
     REAL_PREFIX,
     TINY_PREFIX,
     WARM_PREFIX,
+    check_tiny_folder,
     real_model_path,
     resolve_model_path,
     warm_model_path,
@@ -240,22 +242,6 @@ def make_train_parser(prog: str = "botgrpo train") -> TrlParser:
     return one_line_parser_errors(parser)
 
 
-#: The files a training writes at the top of its output_dir (the model, its tokenizer, TRL's
-#: model card and arguments): in a folder botgrpo did not write, they are the user's.
-TRAINING_FILES = (
-    "config.json",
-    "generation_config.json",
-    "model.safetensors",
-    "adapter_config.json",
-    "adapter_model.safetensors",
-    "tokenizer.json",
-    "tokenizer_config.json",
-    "special_tokens_map.json",
-    "chat_template.jinja",
-    "training_args.bin",
-    "README.md",
-)
-
 #: What ``botgrpo train`` with nothing to train on says.
 NOTHING_TO_TRAIN = (
     "nothing to train: pass a recipe, e.g. `botgrpo train --config recipes/chain_tiny_cpu.yaml`, "
@@ -312,8 +298,18 @@ def _datasets_or_usage_error(args: TrainScriptArguments, seed: int):
     """:func:`load_datasets`, before any model is built; a dataset that cannot be loaded (not
     on the hub, offline, no such split or config) or a prompt_template naming a column the
     dataset lacks is a :class:`~botgrpo.usage.UsageError`."""
+    from datasets.utils.logging import (
+        disable_progress_bar,
+        enable_progress_bar,
+        is_progress_bar_enabled,
+    )
+
+    shown = is_progress_bar_enabled()
+    disable_progress_bar()  # a local file's "Generating train split" bar: noise, before an error
     try:
         return load_datasets(args, seed)
+    except DatasetColumnsError as err:
+        raise UsageError(str(err)) from err
     except KeyError as err:
         raise UsageError(
             f"prompt_template names the column {err.args[0]!r}, which the dataset lacks; use "
@@ -327,6 +323,87 @@ def _datasets_or_usage_error(args: TrainScriptArguments, seed: int):
             f"dataset {args.dataset_name!r} cannot be loaded ({reason}); check dataset_name, "
             "dataset_config and the splits, or set HF_HUB_OFFLINE=0 to download it"
         ) from err
+    finally:
+        if shown:
+            enable_progress_bar()
+
+
+def _check_run_options(config: BoTGRPOConfig, model_args) -> None:
+    """Settings that TRL, PEFT or transformers would refuse only after the model is loaded:
+    LoRA's rank, and the checkpoint to resume from."""
+    if model_args.use_peft and not (isinstance(model_args.lora_r, int) and model_args.lora_r >= 1):
+        raise UsageError(
+            f"lora_r must be a whole number >= 1 with use_peft, got {model_args.lora_r}"
+        )
+    resume = config.resume_from_checkpoint
+    if resume is None or str(resume).lower() in ("false", ""):
+        return
+    if str(resume).lower() == "true":
+        folder = Path(config.output_dir)
+        if not any(folder.glob("checkpoint-*/trainer_state.json")):
+            raise UsageError(
+                f"resume_from_checkpoint true: {folder} holds no checkpoint-* folder to resume "
+                "from; train without it, or pass a checkpoint folder"
+            )
+        config.resume_from_checkpoint = True  # type: ignore[assignment]  # transformers' "latest"
+        return
+    if not (Path(resume) / "trainer_state.json").is_file():
+        raise UsageError(
+            f"resume_from_checkpoint {resume!r} is not a checkpoint folder (no "
+            "trainer_state.json); pass an output_dir's checkpoint-N folder, or true for the "
+            "latest one in output_dir"
+        )
+
+
+#: report_to names and the package each needs (transformers' integrations; any of several).
+_REPORTERS = {
+    "wandb": "wandb",
+    "tensorboard": "tensorboard tensorboardX",
+    "comet_ml": "comet_ml",
+    "mlflow": "mlflow",
+    "clearml": "clearml",
+    "neptune": "neptune",
+    "dvclive": "dvclive",
+    "codecarbon": "codecarbon",
+    "swanlab": "swanlab",
+    "trackio": "trackio",
+    "azure_ml": "azureml",
+    "flyte": "flytekit",
+    "dagshub": "dagshub",
+}
+
+
+def _check_reporters(config: BoTGRPOConfig) -> None:
+    """Each report_to integration's package must be importable (transformers would raise once
+    the trainer is built)."""
+    import importlib.util
+
+    names = config.report_to if isinstance(config.report_to, list) else [config.report_to]
+    missing = [
+        name
+        for name in names
+        if name in _REPORTERS
+        and all(importlib.util.find_spec(p) is None for p in _REPORTERS[name].split())
+    ]
+    if missing:
+        packages = " ".join(_REPORTERS[name].split()[0] for name in missing)
+        raise UsageError(
+            f"report_to {', '.join(missing)} needs {packages}, which is not installed: pip "
+            f"install {packages}, or set report_to none"
+        )
+
+
+def _check_enough_prompts(config: BoTGRPOConfig, n_train: int) -> None:
+    """A training set smaller than one generation batch gives TRL's sampler nothing to draw:
+    it would stop at step 0 and save the starting model as the result."""
+    per_batch = config.generation_batch_size // config.num_generations  # all processes
+    if n_train < per_batch:
+        raise UsageError(
+            f"the training set has {n_train} prompts, fewer than the {per_batch} that one "
+            f"generation batch draws (generation_batch_size {config.generation_batch_size} / "
+            f"num_generations {config.num_generations}); raise task_size, use a larger dataset "
+            "or a smaller eval_fraction, or lower per_device_train_batch_size"
+        )
 
 
 def _task_of(args: TrainScriptArguments):
@@ -339,14 +416,45 @@ def _task_of(args: TrainScriptArguments):
     return with_verdict_noise(load_task(args.task), args.verdict_noise)
 
 
+class DatasetColumnsError(ValueError):
+    """The dataset loaded, but the options that read its columns do not fit it."""
+
+
+def _check_template(template: str, columns: list[str]) -> None:
+    """DatasetColumnsError unless ``template`` is a format string whose every field is one of
+    ``columns`` by name (``{question}``; no ``{}``, ``{0}``, ``{q.real}``, ``{q[0]}``)."""
+    try:
+        fields = [f for _, f, _, _ in string.Formatter().parse(template) if f is not None]
+    except ValueError as err:
+        raise DatasetColumnsError(
+            f"prompt_template {template!r} is not a format string ({err}); write columns in "
+            "braces, e.g. 'Q: {question}', and double a literal brace ({{ }})"
+        ) from None
+    for name in fields:
+        if not name.isidentifier():
+            raise DatasetColumnsError(
+                f"prompt_template {template!r} has the field {{{name}}}; name a column in "
+                f"braces, e.g. {{{columns[0] if columns else 'question'}}} (its columns: "
+                f"{columns})"
+            )
+        if name not in columns:
+            raise DatasetColumnsError(
+                f"prompt_template names the column {name!r}, which the dataset lacks; use its "
+                f"columns in braces, e.g. {{{columns[0] if columns else 'question'}}} (its "
+                f"columns: {columns})"
+            )
+
+
 def _to_prompts(dataset, args: TrainScriptArguments):
     columns = list(dataset.column_names)
     needed = [("answer_column", args.answer_column)]
     if args.prompt_template is None:
         needed.append(("prompt_column", args.prompt_column))
+    else:
+        _check_template(args.prompt_template, columns)
     for option, column in needed:
         if column is not None and column not in columns:
-            raise ValueError(
+            raise DatasetColumnsError(
                 f"{option} {column!r} is not a column of the dataset; its columns: {columns}"
             )
     if args.prompt_template is not None:
@@ -366,6 +474,8 @@ def parse_train_args(
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         raise UsageError(NOTHING_TO_TRAIN)
+    # TRL's parser reads only "--config PATH"; argparse users also write "--config=PATH"
+    argv = [p for a in argv for p in (a.split("=", 1) if a.startswith("--config=") else [a])]
     for i, arg in enumerate(argv):
         path = argv[i + 1] if arg == "--config" and i + 1 < len(argv) else None
         path = arg.split("=", 1)[1] if arg.startswith("--config=") else path
@@ -420,7 +530,7 @@ def check_train_inputs(
         try:
             check_writable_folder(config.output_dir, "output_dir")
             check_folder_kind(config.output_dir, "training", what="output_dir")
-            check_no_foreign_files(config.output_dir, TRAINING_FILES, "output_dir")
+            check_empty_unless_ours(config.output_dir, "output_dir")
             check_not_busy(config.output_dir, "output_dir")
         except ValueError as err:
             raise UsageError(str(err)) from err
@@ -437,17 +547,10 @@ def check_train_inputs(
                 "eval_fraction (e.g. 0.2) or eval_split, or eval_strategy no"
             )
     if model_name_or_path.startswith(TINY_PREFIX):
-        tiny_dir = Path(model_name_or_path[len(TINY_PREFIX) :] or "tiny-model")
         try:
-            if tiny_dir.exists() and not (tiny_dir / "config.json").is_file():
-                raise ValueError(
-                    f"{tiny_dir} exists and holds no model (no config.json); pass a new folder "
-                    "or a tiny model's folder"
-                )
-            check_writable_folder(tiny_dir, "the tiny model's folder")
-            check_folder_kind(tiny_dir, "model", what="the tiny model's folder")
-        except (ValueError, OSError) as err:
-            raise UsageError(f"model_name_or_path {model_name_or_path!r}: {err}") from err
+            check_tiny_folder(model_name_or_path)
+        except ValueError as err:
+            raise UsageError(str(err)) from err
     if model_name_or_path.startswith(WARM_PREFIX):
         try:
             warm_model_path(model_name_or_path)
@@ -562,7 +665,10 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
 
     script_args, config, model_args = parse_train_args(argv)
     check_train_inputs(script_args, model_args.model_name_or_path, config)
+    _check_run_options(config, model_args)
+    _check_reporters(config)
     train_set, eval_set = _datasets_or_usage_error(script_args, config.seed)
+    _check_enough_prompts(config, len(train_set))
     model_path = resolve_model_path(model_args.model_name_or_path)
     init_kwargs = {"revision": model_args.model_revision, "dtype": model_args.dtype}
     if model_args.attn_implementation is not None:
@@ -599,15 +705,21 @@ def train(argv: Sequence[str] | None = None) -> BoTGRPOConfig:
         if peft_config is not None:
             lora_on_top_layers(peft_config, model_path, script_args.top_layers)
     with own_folder(config.output_dir, "training", command_line(), what="output_dir"):
-        trainer = BoTGRPOTrainer(
-            model=model_path,
-            reward_funcs=reward_funcs,
-            args=config,
-            train_dataset=train_set,
-            eval_dataset=eval_set if config.eval_strategy != "no" else None,
-            processing_class=tokenizer,
-            peft_config=peft_config,
-        )
+        try:
+            trainer = BoTGRPOTrainer(
+                model=model_path,
+                reward_funcs=reward_funcs,
+                args=config,
+                train_dataset=train_set,
+                eval_dataset=eval_set if config.eval_strategy != "no" else None,
+                processing_class=tokenizer,
+                peft_config=peft_config,
+            )
+        except (ValueError, ImportError) as err:  # a setting TRL, PEFT or transformers refuse
+            raise UsageError(
+                f"{' '.join(str(err).split())} (the trainer refused its settings; "
+                "BOTGRPO_TRACEBACK=1 for the traceback)"
+            ) from err
         if script_args.top_layers is not None:
             from botgrpo.trl.layers import freeze_below_top_layers
 

@@ -33,12 +33,26 @@ from trl import GRPOConfig, GRPOTrainer
 
 from botgrpo.core import get_advantage_estimator
 from botgrpo.loading import loading_on_this_thread
+from botgrpo.scoring.entries import RewardOutputError
 from botgrpo.trl import dynamic_sampling as ds
 from botgrpo.trl import policy_stats
 from botgrpo.trl.config import BoTGRPOConfig
 from botgrpo.trl.metrics import gathered_step_metrics
 from botgrpo.trl.reward_adapter import RewardAdapter, RewardBatch, adapt_reward_funcs
 from botgrpo.trl.token_batch import TokenBatch, build_token_batch, group_ids, token_advantages
+
+
+def _check_prompt_column(dataset: Any, name: str) -> None:
+    """ValueError when ``dataset`` (a datasets.Dataset, or a dict of them for evaluation) has
+    columns but no ``prompt`` one: TRL would fail at the first step, after loading the model."""
+    parts = dataset.values() if isinstance(dataset, dict) else [dataset]
+    for part in parts:
+        columns = getattr(part, "column_names", None)
+        if isinstance(columns, list) and "prompt" not in columns:
+            raise ValueError(
+                f"{name} has no 'prompt' column (its columns: {columns}); rename the column that "
+                "holds the prompts, e.g. dataset.rename_column('question', 'prompt')"
+            )
 
 
 class BoTGRPOTrainer(GRPOTrainer):
@@ -91,6 +105,8 @@ class BoTGRPOTrainer(GRPOTrainer):
                 f"BoTGRPOTrainer needs a botgrpo.trl.BoTGRPOConfig, got {kind}; BoTGRPOConfig "
                 "takes every GRPOConfig option plus preset, advantage_estimator, w_g, w_s, ..."
             )
+        for i, key in enumerate(("train_dataset", "eval_dataset")):
+            _check_prompt_column(rest[i] if len(rest) > i else kwargs.get(key), key)
         self.reward_batch: RewardBatch | None = None  # token parts of the batch being scored
         self.last_token_batch: TokenBatch | None = None  # rewards of the last scored round
         self._rewards_per_func: Tensor | None = None  # TRL's gathered outcome columns
@@ -299,7 +315,7 @@ class BoTGRPOTrainer(GRPOTrainer):
         if self._gather is not None:
             has = self._gather(has)
         if not bool(has.any()):
-            raise ValueError(
+            raise RewardOutputError(
                 f"advantage estimator {self.args.advantage_estimator!r} reads step rewards, but no "
                 "reward entry of this batch carries steps: add a token reward function returning "
                 "TokenReward(steps=...)"

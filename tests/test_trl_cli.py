@@ -314,3 +314,22 @@ def test_the_recipe_is_read_with_either_spelling_of_the_config_flag(spelling):
     argv = [a.replace("RECIPE", recipe) for a in spelling] + ["--max_steps", "3"]
     script_args, config, _ = parse_train_args(argv)
     assert (script_args.task, config.max_steps) == ("chain", 3)
+
+
+def test_none_clears_a_recipes_dataset_options():
+    """A recipe that trains on a dataset, switched to a task from the command line."""
+    from botgrpo.trl.script import TrainScriptArguments
+
+    args = TrainScriptArguments(
+        task="chain",
+        dataset_name="none",
+        answer_column="None",
+        prompt_template="none",
+        reward_funcs=["task_reward"],
+    )
+    assert (args.task, args.dataset_name, args.answer_column, args.prompt_template) == (
+        "chain",
+        None,
+        None,
+        None,
+    )

@@ -94,14 +94,17 @@ class TrainScriptArguments(ScriptArguments):
     )
     answer_column: str | None = field(
         default=None,
-        metadata={"help": "Dataset column holding the reference answer, renamed to 'answer'."},
+        metadata={
+            "help": "Dataset column holding the reference answer, renamed to 'answer'; 'none' "
+            "clears a recipe's."
+        },
     )
     prompt_template: str | None = field(
         default=None,
         metadata={
             "help": "Python format string building each prompt from the row's columns, e.g. "
             "'Solve step by step in <step i> tags, answer in <final> tags.\\n{Question}'. None: "
-            "the prompt column as is."
+            "the prompt column as is ('none' clears a recipe's)."
         },
     )
     eval_fraction: float | None = field(
@@ -167,12 +170,15 @@ class TrainScriptArguments(ScriptArguments):
             raise ValueError(f"reward_funcs must be a list of names, got {self.reward_funcs!r}")
         if not self.reward_funcs:
             raise ValueError("reward_funcs is empty; name at least one reward function")
-        if isinstance(self.task, str) and self.task.lower() == "none":
-            self.task = None  # `--task none` clears a recipe's task
+        for name in ("task", "dataset_name", "answer_column", "prompt_template"):
+            value = getattr(self, name)
+            if isinstance(value, str) and value.lower() == "none":
+                setattr(self, name, None)  # `--task none` clears a recipe's task, and so on
         if self.task is not None and self.dataset_name:
             raise ValueError(
                 f"task {self.task!r} and dataset_name {self.dataset_name!r} are both set; train on "
-                "one (pass --task none to use dataset_name with a recipe that names a task)"
+                "one (pass --task none to use dataset_name with a recipe that names a task, or "
+                "--dataset_name none to train on the task)"
             )
         if len(set(self.reward_funcs)) < len(self.reward_funcs):
             raise ValueError(

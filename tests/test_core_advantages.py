@@ -586,3 +586,67 @@ def test_split_across_processes_with_different_widths(name):
     results = _run_split(name, rewards, mask, group, opts, parts)
     torch.testing.assert_close(results[0], full[:half], rtol=0, atol=1e-6)
     torch.testing.assert_close(results[1], full[half:, : width - 3], rtol=0, atol=1e-6)
+
+
+# ---------------------------------------------------------------- edges of the public API
+
+
+@pytest.mark.parametrize("name", ADVANTAGE_ESTIMATORS)
+def test_rows_of_length_zero_give_an_empty_result(name):
+    steps = torch.zeros(3, 0, dtype=torch.long)
+    options = options_for(name, steps, outcome_B=torch.zeros(3))
+    adv = run(name, torch.zeros(3, 0), torch.zeros(3, 0), torch.tensor([0, 0, 1]), **options)
+    assert adv.shape == (3, 0)
+
+
+@pytest.mark.parametrize("name", ["bot", "bot_uniform", "grpo"])
+def test_rewards_beyond_the_floating_point_range_are_refused_not_nan(name):
+    rewards = torch.tensor([[3e38, 3e38], [1e38, 0.0]])
+    if name == "grpo":
+        rewards = torch.tensor([[1e300, 0.0], [-1e300, 0.0]], dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"beyond the floating-point range|beyond float32"):
+        run(name, rewards, torch.ones(2, 2), torch.tensor([0, 0]))
+
+
+@pytest.mark.parametrize("name", STEP_ESTIMATORS)
+def test_step_ids_of_any_size_read_as_their_order(name):
+    rewards = torch.tensor([[1.0, 0.0, 2.0], [0.0, 3.0, 1.0]])
+    steps = torch.tensor([[0, 0, 1], [0, 1, 1]])
+    mask, group = torch.ones(2, 3, dtype=torch.bool), torch.tensor([0, 0])
+    small = run(name, rewards, mask, group, steps_BT=steps)
+    huge = run(name, rewards, mask, group, steps_BT=torch.where(steps == 1, 2**62, 0))
+    assert torch.equal(small, huge)
+
+
+def test_a_custom_estimator_must_return_the_rewards_shape_and_finite_values():
+    from botgrpo.core import register_advantage_estimator
+
+    @register_advantage_estimator("test_row_mean_shape")
+    def row_mean(rewards_BT, mask_BT, group_B, *, eps, gather):
+        return rewards_BT.sum(1) / mask_BT.sum(1)  # [B], which would broadcast along T
+
+    @register_advantage_estimator("test_nan_result")
+    def nan_result(rewards_BT, mask_BT, group_B, *, eps, gather):
+        return rewards_BT / 0.0
+
+    square = torch.tensor([[1.0, 2, 3], [10, 20, 30], [5, 5, 5]])
+    mask, group = torch.ones(3, 3, dtype=torch.bool), torch.tensor([0, 0, 1])
+    with pytest.raises(ValueError, match=r"returned \(3,\), expected .* shape \(3, 3\)"):
+        run("test_row_mean_shape", square, mask, group)
+    with pytest.raises(ValueError, match="NaN or inf at kept positions of rows"):
+        run("test_nan_result", square, mask, group)
+
+
+def test_group_ids_given_as_strings_are_named():
+    with pytest.raises(ValueError, match="group_B holds strings; it must hold numbers"):
+        run("grpo", torch.ones(2, 2), torch.ones(2, 2), ["a", "b"])
+
+
+def test_gae_and_reward_to_go_check_their_inputs():
+    from botgrpo.core.returns import gae, reward_to_go
+
+    adv, _ = gae(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.5, 0.5]]), torch.tensor([[1, 1]]))
+    assert adv.shape == (1, 2)  # an int mask reads as bool
+    assert reward_to_go(torch.tensor([[1.0, 2.0]]), torch.tensor([[1, 0]])).tolist() == [[1, 0]]
+    with pytest.raises(ValueError, match="values_BT contains NaN or inf"):
+        gae(torch.zeros(1, 2), torch.tensor([[0.0, float("nan")]]), torch.ones(1, 2))

@@ -180,3 +180,29 @@ def test_core_package_doctest():
 
     assert doctest.testmod(botgrpo.core).failed == 0
     assert doctest.testmod(botgrpo.core.returns).failed == 0
+
+
+@pytest.mark.parametrize("name", POLICY_LOSSES)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
+def test_an_overflowing_ratio_gives_a_finite_loss_and_no_nan_gradient(name, dtype):
+    """log rho of 94.5 (or 11.8 in fp16) overflows exp: clamped, as verl does."""
+    gap = 95.0 if dtype == torch.float32 else 12.0
+    mask = torch.ones(1, 3, dtype=torch.bool)
+    for adv in (torch.tensor([[1.0, 0.5, 0.5]]), torch.zeros(1, 3), -torch.ones(1, 3)):
+        logp = torch.tensor([[-0.5, -0.1, -0.2]], dtype=dtype, requires_grad=True)
+        old = torch.tensor([[-0.5 - gap, -0.1, -0.2]], dtype=dtype)
+        loss, metrics = get_policy_loss(name)(logp, old, adv.to(dtype), mask)
+        loss.backward()
+        assert torch.isfinite(loss) and torch.isfinite(logp.grad).all(), (adv, logp.grad)
+        assert math.isfinite(metrics["ratio_max"])
+
+
+def test_old_logprobs_are_detached_on_policy():
+    """old_logp_BT = logp_BT (on-policy, not detached by the caller): the gradient is the
+    policy gradient, -A / n per token, not 0."""
+    logp = torch.tensor([[-0.5, -0.1, -0.2]], requires_grad=True)
+    loss, _ = get_policy_loss("ppo_clip")(
+        logp, logp, torch.tensor([[1.0, -1.0, 0.5]]), torch.ones(1, 3, dtype=torch.bool)
+    )
+    loss.backward()
+    assert logp.grad[0].tolist() == pytest.approx([-1 / 3, 1 / 3, -0.5 / 3])

@@ -62,6 +62,13 @@ def bag_advantage(
     sq_B = _row_norms(out_BT).square_()
     spread_B = sq_B.mul_(weight_B).mul_(inv_length_B)
     var_G = ro.group_sum(spread_B if gather is None else gather(spread_B)).div_(total_G)
+    if not (bool(torch.isfinite(mu_G).all()) and bool(torch.isfinite(var_G).all())):
+        # the same on every process (the statistics are gathered): no one-sided raise
+        raise ValueError(
+            "rewards_BT: a group's mean or variance is not finite although every kept reward "
+            "is: the rewards (or their sums) are beyond float32's range (about 3.4e38); "
+            "rescale them"
+        )
     sigma_G = var_G.sqrt()
     signal_G = (count_G >= 2) & (sigma_G > ZERO_STD_RTOL * (var_G + mu_G**2).sqrt())
     scale_G = torch.where(signal_G, 1.0 / (sigma_G + eps), 0.0)

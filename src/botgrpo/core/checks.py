@@ -21,6 +21,14 @@ def as_tensor(x: object, name: str) -> Tensor:
     try:
         return torch.as_tensor(x)
     except (TypeError, ValueError, RuntimeError) as err:
+        kind = getattr(getattr(x, "dtype", None), "kind", None)  # numpy: "U" strings, "O" objects
+        if kind in ("U", "S", "O") or (
+            isinstance(x, list | tuple) and any(isinstance(v, str) for v in x)
+        ):
+            raise ValueError(
+                f"{name} holds strings; it must hold numbers (group ids as integers: map each "
+                "prompt to 0, 1, ...)"
+            ) from err
         raise ValueError(f"{name} must be a tensor or array-like, got {type(x).__name__}") from err
 
 

@@ -90,12 +90,17 @@ def register_advantage_estimator(
             check_option_types(f"advantage estimator {name!r}", fn, options)
             if as_given:
                 rewards, mask, group = check_token_inputs_as_given(rewards_BT, mask_BT, group_B)
-                return fn(rewards, mask, group, eps=eps, gather=gather, **options)
+                adv_BT = _call_padded(fn, rewards, mask, group, eps, gather, options)
+                _check_result(name, adv_BT, rewards.shape, None)
+                return adv_BT
             rewards, mask, group = check_token_inputs(rewards_BT, mask_BT, group_B)
-            adv_BT = fn(rewards, mask, group, eps=eps, gather=gather, **options)
+            adv_BT = _call_padded(fn, rewards, mask, group, eps, gather, options)
+            _check_result(name, adv_BT, rewards.shape, None)
             if bool(torch.isfinite(adv_BT.sum())):
                 return adv_BT.float() * mask
-            return torch.where(mask, adv_BT, torch.zeros((), dtype=adv_BT.dtype)).float()
+            out = torch.where(mask, adv_BT, torch.zeros((), dtype=adv_BT.dtype)).float()
+            _check_result(name, out, rewards.shape, mask)
+            return out
 
         estimator.options = accepted  # type: ignore[attr-defined]
         _REGISTRY.register(name)(estimator)
@@ -103,6 +108,44 @@ def register_advantage_estimator(
         return estimator
 
     return decorator
+
+
+def _call_padded(fn, rewards: Tensor, mask: Tensor, group: Tensor, eps, gather, options) -> Tensor:
+    """``fn`` on the batch; a batch of zero-length rows gets one masked column for the call
+    (so every estimator, and every gather it joins, runs as for any batch) and loses it after."""
+    if rewards.dim() == 2 and rewards.shape[1] == 0:
+        pad = (rewards.shape[0], 1)
+        rewards = torch.zeros(pad, dtype=rewards.dtype, device=rewards.device)
+        mask = torch.zeros(pad, dtype=mask.dtype, device=mask.device)
+        options = {k: _pad_column(v, pad) for k, v in options.items()}
+        return fn(rewards, mask, group, eps=eps, gather=gather, **options)[:, :0]
+    return fn(rewards, mask, group, eps=eps, gather=gather, **options)
+
+
+def _pad_column(value: object, pad: tuple[int, int]) -> object:
+    """A per-token option of zero-length rows as one masked column (-1, "no step", for integer
+    ones such as ``steps_BT``; 0 otherwise); any other option as it is."""
+    if isinstance(value, Tensor) and value.dim() == 2 and tuple(value.shape) == (pad[0], 0):
+        fill = 0 if value.is_floating_point() or value.dtype == torch.bool else -1
+        return torch.full(pad, fill, dtype=value.dtype, device=value.device)
+    return value
+
+
+def _check_result(name: str, adv_BT: object, shape: torch.Size, mask: Tensor | None) -> None:
+    """ValueError unless an estimator returned a tensor of the rewards' shape (a [B] result
+    would broadcast along T) and, with ``mask``, a finite value at every kept position."""
+    if not isinstance(adv_BT, Tensor) or adv_BT.shape != shape:
+        got = tuple(adv_BT.shape) if isinstance(adv_BT, Tensor) else type(adv_BT).__name__
+        raise ValueError(
+            f"advantage estimator {name!r} returned {got}, expected a tensor of the rewards' "
+            f"shape {tuple(shape)}"
+        )
+    if mask is not None and not bool(torch.isfinite(adv_BT).all()):
+        rows = torch.nonzero(~torch.isfinite(adv_BT).all(dim=1)).flatten()[:5].tolist()
+        raise ValueError(
+            f"advantage estimator {name!r} gave NaN or inf at kept positions of rows {rows}; "
+            "check its options (e.g. a temperature too small to divide by)"
+        )
 
 
 def get_advantage_estimator(name: str) -> AdvantageEstimator:

@@ -109,6 +109,12 @@ def pooled_moments(
     sum_w_G = ro.group_sum(w_N).clamp_min(tiny)
     mu_G = ro.group_sum(w_N * m_N) / sum_w_G
     var_G = ro.group_sum(w_N * (v_N + (m_N - mu_G[ro.group_N]) ** 2)) / sum_w_G
+    if not (bool(torch.isfinite(mu_G).all()) and bool(torch.isfinite(var_G).all())):
+        # the same on every process (the statistics are gathered): no one-sided raise
+        raise ValueError(
+            "rewards_BT: a group's mean or variance is not finite although every kept reward "
+            "is: the rewards (or their sums) are beyond the floating-point range; rescale them"
+        )
     sigma_G = var_G.sqrt()
     rms_G = (var_G + mu_G**2).sqrt()
     count_G = ro.group_sum(p_N)

@@ -11,7 +11,12 @@ With rho = exp(logp - old_logp) and PPO(rho, A) = min(rho A, clip(rho, 1 - eps_l
     gspo_token  l_t = -PPO(s_t, A_t), s_t = sg[s_i] * pi_t / sg[pi_t]   (GSPO-token: per-token A)
 
 plus ``beta`` * KL(pi || pi_ref) per token (estimator ``kl``) when ``ref_logp_BT`` is given, then
-aggregated over the batch (see :mod:`botgrpo.core.aggregation`). Masked positions are replaced
+aggregated over the batch (see :mod:`botgrpo.core.aggregation`). log rho is computed in
+float32 and clamped to [-20, 20] before ``exp`` (as verl does): a ratio that would overflow
+(log rho > 88.7 in float32, > 11.1 in fp16) gives a finite loss and a zero gradient on that
+token, not a NaN gradient. ``old_logp_BT``, ``adv_BT`` and ``ref_logp_BT`` are detached: the
+gradient flows through ``logp_BT`` only, also when the caller passes ``old_logp_BT=logp_BT``
+on-policy. Masked positions are replaced
 by 0 before anything is computed (selected, not multiplied), so NaN, inf or huge values there
 change neither the loss nor any gradient; a NaN or inf at a kept position raises, naming the
 tensor and its rows. ``metrics`` holds floats:
@@ -109,15 +114,15 @@ def register_policy_loss(
                 kept_values(t, mask, name)
                 for t, name in (
                     (logp_BT, "logp_BT"),
-                    (old_logp_BT, "old_logp_BT"),
-                    (adv_BT, "adv_BT"),
+                    (old_logp_BT.detach(), "old_logp_BT"),
+                    (adv_BT.detach(), "adv_BT"),
                 )
             )
             terms = surrogate(logp_BT, old_logp_BT, adv_BT, mask, eps_low, eps_high)
             loss_BT = terms.loss_BT
             kl_BT = None
             if ref_logp_BT is not None:
-                ref_logp_BT = kept_values(ref_logp_BT, mask, "ref_logp_BT")
+                ref_logp_BT = kept_values(ref_logp_BT.detach(), mask, "ref_logp_BT")
                 kl_BT = kl_penalty(logp_BT, ref_logp_BT, kl)
                 loss_BT = loss_BT + beta * kl_BT
             elif beta > 0:
@@ -147,6 +152,15 @@ def _check_loss_inputs(logp: Tensor, old: Tensor, adv: Tensor, mask: Tensor) -> 
     return check_mask(mask, logp.shape)
 
 
+#: log rho is clamped to [-LOG_RATIO_BOUND, LOG_RATIO_BOUND] before exp (verl's bound).
+LOG_RATIO_BOUND = 20.0
+
+
+def _ratio(log_ratio: Tensor) -> Tensor:
+    """exp(log rho), computed in float32 from a clamped log rho (see the module docstring)."""
+    return torch.exp(log_ratio.float().clamp(-LOG_RATIO_BOUND, LOG_RATIO_BOUND))
+
+
 def _masked_mean(x: Tensor, mask: Tensor) -> float:
     x = x.float()  # in float32: fp16 sums of ~65k tokens overflow
     kept = torch.where(mask != 0, x, torch.zeros((), dtype=x.dtype, device=x.device))
@@ -168,7 +182,7 @@ def _metrics(
     out = {
         "clip_frac_low": _masked_mean(((ratio < 1 - eps_low) & (adv < 0)).to(m.dtype), m),
         "clip_frac_high": _masked_mean(((ratio > 1 + eps_high) & (adv > 0)).to(m.dtype), m),
-        "ratio_mean": _masked_mean(ratio, m),
+        "ratio_mean": _masked_mean(ratio, m) if mask.any() else 1.0,
         "ratio_min": float(kept.min()),
         "ratio_max": float(kept.max()),
         "approx_kl": _masked_mean(kl_penalty(logp.detach(), old, "k3"), m),
@@ -188,7 +202,7 @@ def ppo_clip(
     eps_high: float,
 ) -> TokenTerms:
     """Token-level clipped surrogate (PPO/GRPO; DAPO's clip-higher is eps_high = 0.28)."""
-    ratio_BT = torch.exp(logp_BT - old_logp_BT)
+    ratio_BT = _ratio(logp_BT - old_logp_BT)
     return TokenTerms(_clipped_surrogate(ratio_BT, adv_BT, eps_low, eps_high), ratio_BT, adv_BT)
 
 
@@ -209,7 +223,7 @@ def gspo(
     """GSPO (arXiv 2507.18071): sequence ratio s_i = exp(mean_t log rho_t), sequence advantage
     A_i = mean_t A_t (the advantage itself when constant per sequence); the per-sequence loss is
     broadcast to the sequence's tokens so every aggregation mode applies."""
-    ratio_B = torch.exp(_sequence_means(logp_BT - old_logp_BT, mask_BT))
+    ratio_B = _ratio(_sequence_means(logp_BT - old_logp_BT, mask_BT))
     adv_B = _sequence_means(adv_BT, mask_BT)
     loss_B = _clipped_surrogate(ratio_B, adv_B, eps_low, eps_high)
     shape = logp_BT.shape
@@ -229,6 +243,6 @@ def gspo_token(
 ) -> TokenTerms:
     """GSPO-token (arXiv 2507.18071 Eq. 13): s_t = sg[s_i] * pi_t / sg[pi_t] takes per-token
     advantages; its value is the sequence ratio, its gradient flows through each token."""
-    ratio_B = torch.exp(_sequence_means(logp_BT - old_logp_BT, mask_BT))
-    ratio_BT = ratio_B.detach()[:, None] * torch.exp(logp_BT - logp_BT.detach())
+    ratio_B = _ratio(_sequence_means(logp_BT - old_logp_BT, mask_BT))
+    ratio_BT = ratio_B.detach()[:, None] * torch.exp((logp_BT - logp_BT.detach()).float())
     return TokenTerms(_clipped_surrogate(ratio_BT, adv_BT, eps_low, eps_high), ratio_BT, adv_BT)

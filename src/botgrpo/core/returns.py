@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from botgrpo.core.checks import as_tensor, check_finite, check_nonnegative
+from botgrpo.core.checks import as_tensor, check_finite, check_mask, check_nonnegative
 from botgrpo.core.estimators import register_advantage_estimator
 from botgrpo.core.groups import Gather, gather_rollouts
 
@@ -22,6 +22,9 @@ def reward_to_go(rewards_BT: Tensor, mask_BT: Tensor, gamma: float = 1.0) -> Ten
     >>> reward_to_go(torch.tensor([[1.0, 2.0, 4.0]]), torch.tensor([[True, True, True]]), 0.5)
     tensor([[3., 4., 4.]], dtype=torch.float64)
     """
+    rewards_BT = as_tensor(rewards_BT, "rewards_BT")
+    mask_BT = check_mask(mask_BT, rewards_BT.shape)
+    check_finite(rewards_BT, mask_BT, "rewards_BT")
     r = torch.where(mask_BT, rewards_BT.double(), 0.0)
     if gamma == 1.0:
         return torch.where(mask_BT, r.flip(-1).cumsum(-1).flip(-1), 0.0)
@@ -183,6 +186,15 @@ def gae(
     >>> adv.tolist(), ret.tolist()
     ([[0.5, 0.5]], [[1.0, 1.0]])
     """
+    rewards_BT = as_tensor(rewards_BT, "rewards_BT")
+    mask_BT = check_mask(mask_BT, rewards_BT.shape)
+    values_BT = as_tensor(values_BT, "values_BT")
+    if values_BT.shape != rewards_BT.shape:
+        raise ValueError(
+            f"values_BT has shape {tuple(values_BT.shape)}, expected {tuple(rewards_BT.shape)}"
+        )
+    check_finite(rewards_BT, mask_BT, "rewards_BT")
+    check_finite(values_BT, mask_BT, "values_BT")
     r = torch.where(mask_BT, rewards_BT.double(), 0.0)
     v = torch.where(mask_BT, values_BT.double(), 0.0)
     adv = torch.zeros_like(r)

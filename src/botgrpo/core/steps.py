@@ -51,10 +51,12 @@ def collect_steps(rewards_BT: Tensor, steps_BT: Tensor) -> Steps:
     """Group tokens into steps by (rollout, step index); ``steps_BT`` is -1 off-step and masked."""
     batch, length = rewards_BT.shape
     on_step = steps_BT >= 0
-    n_ids = int(steps_BT.max().item()) + 1 if on_step.any() else 1
+    # dense step ids, in the same order: any ids (up to 2**63 - 1) give keys within int64
+    ids, dense = torch.unique(steps_BT[on_step], return_inverse=True)
+    n_ids = max(int(ids.numel()), 1)
     rows_BT = torch.arange(batch, device=rewards_BT.device)[:, None].expand(batch, length)
     pos_BT = torch.arange(length, device=rewards_BT.device)[None, :].expand(batch, length)
-    keys, inverse = torch.unique(rows_BT[on_step] * n_ids + steps_BT[on_step], return_inverse=True)
+    keys, inverse = torch.unique(rows_BT[on_step] * n_ids + dense, return_inverse=True)
     n_steps = keys.shape[0]
     dev = rewards_BT.device
     sums = torch.zeros(n_steps, dtype=rewards_BT.dtype, device=dev).index_add_(

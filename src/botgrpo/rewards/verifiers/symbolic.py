@@ -756,7 +756,11 @@ def _check_claims(text: str, cfg: SymbolicConfig) -> StepCheck:
     claims: list[Claim] = []
     for part in (_ANNOTATION.sub(lambda m: " " * len(m.group(0)), text), *notes):
         claims += _check_text(part, cfg).claims
-    claims = claims[: cfg.max_claims]
+    return _verdict(claims[: cfg.max_claims])
+
+
+def _verdict(claims: list[Claim]) -> StepCheck:
+    """+1 when every claim holds, -1 when one is false, 0 without claims."""
     if not claims:
         return StepCheck(0, ())
     return StepCheck(1 if all(c.holds for c in claims) else -1, tuple(claims))
@@ -776,10 +780,7 @@ def _check_text(text: str, cfg: SymbolicConfig) -> StepCheck:
             holds = _compare(lhs, rhs, cfg)
             if holds is not None:
                 claims.append(Claim(lhs_text, rhs_text, holds))
-    if not claims:
-        return StepCheck(0, ())
-    verdict = 1 if all(c.holds for c in claims) else -1
-    return StepCheck(verdict, tuple(claims))
+    return _verdict(claims)
 
 
 class SymbolicStepVerifier:

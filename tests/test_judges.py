@@ -641,6 +641,11 @@ def test_metrics_count_snapshot_and_reset() -> None:
         ("Step 1: +1\nStep 2: -1\nStep 3: 0", 3, (1, -1, 0)),
         ("Step 1: 1 + 1 = 2 so it holds\nStep 2: correct", 2, (0, 1)),
         ("Step 1: partially correct\nStep 2: correct", 2, (0, 1)),
+        ("**Step 1**: ✅ correct\n**Step 2**: ❌ 4 / 2 is 2", 2, (1, -1)),
+        ("Step 1: ✔️\nStep 2: ✗ incorrect", 2, (1, -1)),
+        ("| Step | Verdict |\n|---|---|\n| 1 | correct |\n| 2 | incorrect | 7 * 8 = 56 |", 2, (1, -1)),
+        ("| Step 1 | Correct | fine |\n| Step 2 | wrong |", 2, (1, -1)),
+        ("Step 1: correct | 1 + 1 = 2\nStep 2: incorrect / the sign flips", 2, (1, -1)),
         ('{"verdicts": ["correct", "incorrect"]}', 2, (1, -1)),
         ('{"1": "correct", "Step 2": "INCORRECT"}', 2, (1, -1)),
         ('{"steps": {"1": {"verdict": "wrong"}, "2": {"verdict": "ok"}}}', 2, (-1, 1)),
@@ -673,6 +678,8 @@ def test_step_answers_parse(answer: str, n_steps: int, verdicts: tuple[int, ...]
         "The solution looks reasonable overall.",
         "Step 1: <correct|incorrect|uncertain>",
         "Step 1: correct/incorrect",
+        "Step 1: correct / incorrect / uncertain",
+        "Step 1: ✅ incorrect",  # the mark and the word disagree
         "Step 7: correct",  # only out-of-range steps
         "Step 0: incorrect",
         '{"verdicts": ["maybe", "perhaps"]}',
@@ -720,6 +727,7 @@ def test_step_parser_never_raises_on_non_text() -> None:
         ("SCORE: 5\nLINE 0: -1\nLINE 6: -1", 5, 5.0, {}, 2),
         ("SCORE: 5\nLINE 2: -4\nLINE 3: 2\nLINE 4: -1.5", 5, 5.0, {}, 3),
         ("SCORE: 5\nLINE 2: -2.0", 5, 5.0, {2: -2}, 0),
+        ("SCORE: 5\nLINE 2: \u22123 (a typographic minus)", 5, 5.0, {2: -3}, 0),
         ("SCORE: 5\n- **Line 3** (impact: -3): crashes", 5, 5.0, {3: -3}, 0),
         ("SCORE: 5\nline 4: -1 - unused variable", 5, 5.0, {4: -1}, 0),
         ('{"score": 6, "lines": [{"line": 1, "impact": -1}]}', 5, 6.0, {1: -1}, 0),

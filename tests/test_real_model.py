@@ -55,6 +55,14 @@ def test_unknown_and_unconverted_names_are_one_line(tmp_path, monkeypatch, capsy
     assert not out.exists()
 
 
+def test_real_model_says_where_an_already_converted_model_is(real_dir, capsys):
+    assert main(["real-model"]) == 0
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"real model: {NAME} is already converted in {real_dir} (--force converts it again)"
+    ]
+
+
 def test_real_model_never_converts_into_a_folder_it_does_not_own(tmp_path, monkeypatch, capsys):
     mine = tmp_path / "models" / "smollm2-135m-instruct"
     mine.mkdir(parents=True)

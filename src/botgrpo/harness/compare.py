@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import multiprocessing
 import os
 import random
@@ -287,6 +288,7 @@ def check_inputs(cfg: CompareConfig):
     for stream in HELD_OUT_STREAMS:
         held_out_examples(task, cfg.eval_problems, stream)
     held = held_out_prompts(task, cfg.eval_problems)
+    _check_training_share(task, held, cfg)
     sample_outside(task, random.Random(0), held)  # training and the warm start draw outside
     n_train = cfg.steps * cfg.prompts_per_step
     sample_examples(task, min(n_train, 100_000), "train-0", exclude=held)
@@ -300,6 +302,25 @@ def check_inputs(cfg: CompareConfig):
             "tiny warm start learned raw prompts: give --init-model (a chat model)"
         )
     return task
+
+
+def _check_training_share(task, held: frozenset[str], cfg: CompareConfig) -> None:
+    """A finite task keeps at least a tenth of its problems, and one step's prompts, for
+    training; ValueError naming the largest --eval-problems that does."""
+    from botgrpo.harness.evaluate import HELD_OUT_STREAMS, finite_order
+
+    order = finite_order(task)
+    if order is None:
+        return
+    need = max(cfg.prompts_per_step, math.ceil(len(order) / 10))
+    left = len(order) - len(held)
+    if left < need:
+        most = (len(order) - need) // len(HELD_OUT_STREAMS)
+        fix = f"lower --eval-problems to at most {most}" if most >= 1 else "add problems"
+        raise ValueError(
+            f"task {task.name!r} has {len(order)} distinct problems; test and validation sets "
+            f"of {cfg.eval_problems} each leave {left} for training, fewer than {need}: {fix}"
+        )
 
 
 def _check_chat_template(model_path: str) -> None:

@@ -27,13 +27,40 @@ from botgrpo.tasks.base import Example, Task, score_all
 HELD_OUT_STREAMS = ("test", "validation")
 
 
+def finite_order(task: Task) -> list[Example] | None:
+    """A finite task's distinct problems (it defines ``all_problems()``, as a JSONL file does)
+    in one fixed shuffled order that splits them: the test stream takes every other problem
+    from the first, the validation stream the ones between, training what neither reserves
+    (:func:`held_out_prompts`). None for a task that generates its problems."""
+    every = getattr(task, "all_problems", None)
+    if every is None:
+        return None
+    distinct: dict[str, Example] = {}
+    for ex in every():
+        distinct.setdefault(ex.prompt, ex)
+    order = list(distinct.values())
+    random.Random("held-out-split").shuffle(order)
+    return order
+
+
 def held_out_examples(task: Task, n: int, stream: str = "test") -> list[Example]:
     """``n`` distinct problems of a held-out stream (its own seed label; training excludes them).
+    A finite task's test and validation problems never overlap (:func:`finite_order`).
 
     Raises when the task cannot produce ``n`` distinct problems (a small finite task).
     """
     if stream not in HELD_OUT_STREAMS:
         raise ValueError(f"stream must be one of {HELD_OUT_STREAMS}, got {stream!r}")
+    order = finite_order(task)
+    if order is not None:
+        picks = order[HELD_OUT_STREAMS.index(stream) :: len(HELD_OUT_STREAMS)][:n]
+        if len(picks) < n:
+            raise ValueError(
+                f"task {task.name!r} has {len(order)} distinct problems, too few for test and "
+                f"validation sets of {n} each; lower --eval-problems (at most about "
+                f"{max(1, len(order) // 4)} leaves half of them for training)"
+            )
+        return picks
     rng = random.Random(f"held-out-{stream}")
     seen: dict[str, Example] = {}
     for _ in range(50 * n + 100):
@@ -58,7 +85,13 @@ HELD_OUT_RESERVE = 500
 def held_out_prompts(task: Task, n: int) -> frozenset[str]:
     """Prompts of every held-out stream (test and validation), at least ``HELD_OUT_RESERVE``
     each (fewer only when the task has fewer distinct problems), which training never sees.
-    Each stream's first ``n`` problems are those :func:`held_out_examples` evaluates on."""
+    Each stream's first ``n`` problems are those :func:`held_out_examples` evaluates on. A
+    finite task of N problems reserves ``max(n, min(HELD_OUT_RESERVE, N // 10))`` per stream,
+    so that most of a small file is left for training."""
+    order = finite_order(task)
+    if order is not None:
+        reserve = max(n, min(HELD_OUT_RESERVE, len(order) // 10))
+        return frozenset(ex.prompt for ex in order[: len(HELD_OUT_STREAMS) * reserve])
     out: set[str] = set()
     for stream in HELD_OUT_STREAMS:
         try:

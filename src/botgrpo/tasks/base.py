@@ -23,11 +23,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import numbers
 import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
 
 
 @dataclass(frozen=True)
@@ -245,25 +249,50 @@ def _meta_problem(meta: object) -> str:
     return ""
 
 
+def _is_number(value: object) -> bool:
+    """A real number that is not a bool (NumPy's scalars included)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
 def _score_problem(score: object, completion: str) -> str:
     """What is wrong with a score of ``completion`` ('' when nothing)."""
     if not isinstance(score, Score):
         return f"returned a {type(score).__name__}, not a Score (botgrpo.tasks.base.Score)"
     outcome = score.outcome
-    if isinstance(outcome, bool) or not isinstance(outcome, int | float) or outcome != outcome:
-        return f"gave an outcome {outcome!r}; it must be a finite number"
-    if outcome in (float("inf"), float("-inf")):
+    if not _is_number(outcome) or not math.isfinite(float(outcome)):  # type: ignore[arg-type]
         return f"gave an outcome {outcome!r}; it must be a finite number"
     if not all(isinstance(s, StepVerdict) for s in score.steps):
         return "gave steps that are not StepVerdict objects"
     if any(s.end > len(completion) for s in score.steps):
         return f"gave a step span past the completion's end ({len(completion)} characters)"
+    for i, (before, step) in enumerate(zip(score.steps, score.steps[1:], strict=False), 1):
+        if step.start < before.end:
+            return (
+                f"gave step span {i} = ({step.start}, {step.end}) overlapping or before span "
+                f"{i - 1} = ({before.start}, {before.end}): spans must be in order and disjoint"
+            )
     if score.well_formed not in (True, False, None):
         return f"gave well_formed {score.well_formed!r}; it must be True, False or None"
-    bad = {k: v for k, v in dict(score.metrics).items() if not isinstance(v, int | float)}
-    if bad or isinstance(score.metrics, str):
-        return f"gave metrics {bad or score.metrics!r}; each must be a number in [0, 1]"
+    if isinstance(score.metrics, str) or not isinstance(score.metrics, Mapping):
+        return f"gave metrics {score.metrics!r}; a mapping of names to rates in [0, 1]"
+    bad = {
+        k: v
+        for k, v in score.metrics.items()
+        if not _is_number(v) or not 0.0 <= float(v) <= 1.0  # type: ignore[arg-type]
+    }
+    if bad:
+        return f"gave metrics {bad!r}; each must be a number in [0, 1]"
     return ""
+
+
+def _odd_completions(demo: str) -> dict[str, str]:
+    """Completions a policy writes that its task must score without raising: the empty one,
+    a cut-off demonstration, text in no expected form (see :func:`validate_task`)."""
+    return {
+        "the empty completion": "",
+        "the demonstration cut off half-way": demo[: len(demo) // 2],
+        "a completion in no expected form": "I am not sure.\nAnswer: six\n```\n",
+    }
 
 
 def validate_task(task: object, *, score: bool = True) -> Task:
@@ -271,7 +300,8 @@ def validate_task(task: object, *, score: bool = True) -> Task:
     implements the protocol; a seeded draw repeated gives the same problems; each problem is an
     :class:`Example` whose ``meta`` survives the trip to training exactly (JSON, types
     included); and (``score``) a demonstration is a string and its score has the documented
-    types (:class:`Score`, a finite outcome, spans inside the completion)."""
+    types (:class:`Score`, a finite outcome, spans in order inside the completion, rates in
+    [0, 1]), and the empty, a cut-off and an unreadable completion score without raising."""
     import random
 
     task = check_task(task)
@@ -301,4 +331,14 @@ def validate_task(task: object, *, score: bool = True) -> Task:
     problem = _score_problem(task.score(first[0], demo), demo)
     if problem:
         raise ValueError(f"score() of its own demonstration {problem}")
+    for what, completion in _odd_completions(demo).items():
+        try:
+            problem = _score_problem(task.score(first[0], completion), completion)
+        except Exception as err:  # a user's scorer failing in its own code
+            raise ValueError(
+                f"score() raised {type(err).__name__}: {err} on {what} ({completion!r:.60}): "
+                "a policy writes such text too; score what it cannot read as unsolved"
+            ) from err
+        if problem:
+            raise ValueError(f"score() of {what} {problem}")
     return task

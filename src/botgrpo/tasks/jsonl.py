@@ -1,12 +1,16 @@
 """A task read from a JSONL file: one problem per line, ``{"prompt", "answer", "steps"?}``.
 
 - ``prompt`` (str): the text the model continues; ``answer`` (str or number): the reference
-  final answer; ``steps`` (list of str, optional): a reference solution, one step per item,
-  used as the warm-start demonstration.
+  final answer (a number as written in the file, never in exponent form: ``1e20`` is
+  ``100000000000000000000``); ``steps`` (list of str, optional): a reference solution, one
+  step per item (one line each, none of them an ``Answer:`` line), used as the warm-start
+  demonstration. Other keys (``id``, ``source``, ...) are ignored, with one warning naming them.
 - Completions are read in the one-step-per-line layout with a final ``Answer: ...`` line (the
   demonstration format). The outcome is math-verify's verdict on the answer; each step's
   verdict comes from the symbolic verifier (+1 all its equalities hold, -1 one is false, 0
-  nothing checkable).
+  nothing checkable). A completion is well formed when it ends in an answer line after at least
+  one step; on a row without ``steps`` the answer line alone is well formed too (the row's
+  demonstration is just that line).
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import hashlib
 import json
 import math
 import random
+import warnings
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 from botgrpo.rewards.steps import parse_steps
@@ -31,6 +37,7 @@ def read_jsonl_problems(path: str | Path) -> list[dict]:
     line."""
     rows = []
     answered: dict[str, tuple[int, str]] = {}  # prompt -> (its first line, its answer)
+    ignored: dict[str, int] = {}  # a key botgrpo does not read -> its first line
     try:
         text = Path(path).read_text(encoding="utf-8-sig")
     except UnicodeDecodeError as err:
@@ -42,7 +49,7 @@ def read_jsonl_problems(path: str | Path) -> list[dict]:
         if not line.strip():
             continue
         try:
-            row = json.loads(line)
+            row = json.loads(line, parse_float=Decimal)  # 2.50 stays 2.50, 1e20 exact
         except json.JSONDecodeError as err:
             raise ValueError(f"{path}:{n}: not valid JSON ({err.msg})") from err
         if not isinstance(row, dict) or "prompt" not in row or "answer" not in row:
@@ -53,26 +60,59 @@ def read_jsonl_problems(path: str | Path) -> list[dict]:
             )
         answer = row["answer"]
         blank = isinstance(answer, str) and not answer.strip()
-        odd = isinstance(answer, float) and not math.isfinite(answer)
-        if isinstance(answer, bool) or not isinstance(answer, str | int | float) or blank or odd:
+        odd = isinstance(answer, float | Decimal) and not math.isfinite(answer)
+        if (
+            isinstance(answer, bool)
+            or not isinstance(answer, str | int | float | Decimal)
+            or blank
+            or odd
+        ):
+            shown = float(answer) if isinstance(answer, Decimal) else answer
             raise ValueError(
-                f"{path}:{n}: 'answer' must be a non-blank string or a finite number, got {answer!r}"
+                f"{path}:{n}: 'answer' must be a non-blank string or a finite number, got {shown!r}"
             )
+        answer = format(answer, "f") if isinstance(answer, Decimal) else str(answer)
         steps = row.get("steps")
         if steps is not None and not (
             isinstance(steps, list) and all(isinstance(s, str) for s in steps)
         ):
             raise ValueError(f"{path}:{n}: 'steps' must be a list of strings")
-        first, before = answered.setdefault(row["prompt"], (n, str(answer)))
-        if before != str(answer):
+        for i, step in enumerate(steps or [], 1):
+            _check_step(step, f"{path}:{n}: step {i}")
+        first, before = answered.setdefault(row["prompt"], (n, answer))
+        if before != answer:
             raise ValueError(
                 f"{path}:{n}: the prompt of line {first} again, with another answer "
-                f"({before!r} there, {str(answer)!r} here): keep one answer per prompt"
+                f"({before!r} there, {answer!r} here): keep one answer per prompt"
             )
-        rows.append({"prompt": str(row["prompt"]), "answer": str(row["answer"]), "steps": steps})
+        for key in row.keys() - {"prompt", "answer", "steps"}:
+            ignored.setdefault(key, n)
+        rows.append({"prompt": row["prompt"], "answer": answer, "steps": steps})
     if not rows:
         raise ValueError(f"{path}: no problems found")
+    if ignored:
+        keys = ", ".join(
+            f"{k!r} (line {n})" for k, n in sorted(ignored.items(), key=lambda kv: kv[1])
+        )
+        warnings.warn(
+            f"{path}: keys other than 'prompt', 'answer' and 'steps' are ignored: {keys}",
+            stacklevel=2,
+        )
     return rows
+
+
+def _check_step(step: str, where: str) -> None:
+    """A reference step is one non-blank line that is not an answer line (the demonstration
+    writes each step on a line of its own, then ``Answer: ...``)."""
+    if not step.strip():
+        raise ValueError(f"{where} is blank: drop it")
+    if "\n" in step.strip() or "\r" in step.strip():
+        raise ValueError(f"{where} spans several lines: give each line as a step of its own")
+    if parse_steps(step, "lines").final is not None:
+        raise ValueError(
+            f"{where} is an answer line ({step.strip()[:40]!r}): the demonstration ends with "
+            "'Answer: <answer>' itself; drop it from 'steps'"
+        )
 
 
 @dataclass(frozen=True)
@@ -89,6 +129,11 @@ class JsonlTask:
     _rows: list[dict] = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        if self.path != self.path.strip():
+            raise ValueError(
+                f"jsonl:{self.path} has spaces around its path: write jsonl:{self.path.strip()}"
+            )
+        object.__setattr__(self, "path", str(Path(self.path).expanduser()))
         self._rows.extend(read_jsonl_problems(self.path))
 
     def fingerprint(self) -> str:
@@ -119,6 +164,8 @@ class JsonlTask:
         )
         answer = parsed.final_text
         correct = answer is not None and check_answer(answer, example.answer).correct
+        stepless = not self._rows[example.meta["row"]]["steps"]  # its demonstration: the answer
+        formats = ("well_formed", "missing") if stepless else ("well_formed",)
         return Score(
-            float(correct), verdicts, parsed.verdict == "well_formed" and answer is not None, answer
+            float(correct), verdicts, parsed.verdict in formats and answer is not None, answer
         )

@@ -9,7 +9,8 @@ and gets paid for one of them:
   the plain-expression reader keeps one number of several, so ``(3, 4).`` or ``12 or 13``
   would match a reference of 4 or 13.
 - Such text is only accepted when the part math-verify read holds every number of the text:
-  ``The answer is 12 or 13`` does not match 12.
+  ``The answer is 12 or 13`` does not match 12. Text with Python's power ``**`` is read by the
+  plain-expression reader under the same rule (LaTeX reads ``$9**9**9$`` as 9).
 
 Errors count as a wrong answer ("error"); a timeout raises math-verify's ``TimeoutException``
 to the caller, which reports it.
@@ -50,7 +51,8 @@ def parse_answer(text: str, timeout: int | None) -> list[Any]:
     core = _TRAILING.sub("", text)
     numbers = len(_NUMBER.findall(core))
     if numbers >= 2:
-        parsed = _read(f"${core}$", timeout)
+        # ``**`` is Python's power, not LaTeX (where ``$9**9$`` reads as 9): the plain reader
+        parsed = _read(core if "**" in core else f"${core}$", timeout)
         if parsed and len(_NUMBER.findall(str(parsed[-1]))) >= numbers:
             return parsed
         return []

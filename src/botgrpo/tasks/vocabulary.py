@@ -1,6 +1,7 @@
 """Whether a tokenizer can write a task's text: the tiny model's character tokenizer knows
 printable ASCII, tab, LF and CR only, and any other character would become ``<unk>`` and
-vanish from the decoded text (``4 × 17 =`` read as ``4  17 =``, a right step judged wrong)."""
+vanish from the decoded text (``4 × 17 =`` read as ``4  17 =``, a right step judged wrong);
+and whether a task's solutions fit the tiny model's completion limit and positions."""
 
 from __future__ import annotations
 
@@ -31,4 +32,41 @@ def check_tiny_vocabulary(
             f"task {task.name!r} writes characters the tiny model's tokenizer cannot: {shown}"
             f"{more}; write the task in printable ASCII, or use a model whose tokenizer covers "
             f"them ({other_model})"
+        )
+
+
+#: The share of demonstrations that may not fit before a task is refused (a rare long one
+#: only costs that problem; more, and the policy cannot finish what it is taught).
+TOO_LONG_SHARE = 0.05
+
+
+def check_tiny_room(task: Task, max_completion_tokens: int, n: int = 64) -> None:
+    """ValueError when more than ``TOO_LONG_SHARE`` of ``task``'s demonstrations (every problem
+    of a finite task, else ``n`` of a stream of their own) do not fit the tiny model: the
+    demonstration and its end token past ``max_completion_tokens`` (one character is one
+    token), or prompt and demonstration past the model's positions (the task's
+    ``max_positions``, else 256). Such a policy is cut off before its answer and never solves
+    those problems, whatever it learns."""
+    positions = int(getattr(task, "max_positions", None) or 256)
+    rng = random.Random("room-check")
+    every = getattr(task, "all_problems", None)
+    examples = every() if callable(every) else [task.sample(rng) for _ in range(n)]
+    lengths = [(len(ex.prompt), len(demonstrate(task, ex, rng)) + 1) for ex in examples]
+    long_ = sum(c > max_completion_tokens for _, c in lengths)
+    wide = sum(p + c > positions for p, c in lengths)
+    if long_ > TOO_LONG_SHARE * len(lengths):
+        longest = max(c for _, c in lengths)
+        raise ValueError(
+            f"task {task.name!r}: {long_} of {len(lengths)} demonstrations are longer than "
+            f"the completion limit of {max_completion_tokens} tokens (the longest: {longest}), "
+            f"so the policy is cut off before its answer: raise --max-completion-length to "
+            f"{longest} or make the task's solutions shorter"
+        )
+    if wide > TOO_LONG_SHARE * len(lengths):
+        longest = max(p + c for p, c in lengths)
+        raise ValueError(
+            f"task {task.name!r}: prompt and demonstration together pass the tiny model's "
+            f"{positions} positions in {wide} of {len(lengths)} problems (the longest: "
+            f"{longest} tokens): make the task's problems shorter, or give --init-model (a "
+            "model with more positions)"
         )

@@ -43,7 +43,8 @@ def _comparison(root: Path, lr: float, methods: tuple[str, ...], seeds: int = 3,
                 for i, v in enumerate(CURVES[method])
             ]
             (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-            settings = {"method": method, "seed": seed, "learning_rate": lr, "steps": cfg.steps}
+            settings = {"method": method, "seed": seed, "learning_rate": lr, "steps": cfg.steps,
+                        "eval_every": cfg.eval_every}  # fmt: skip
             (run / "done.json").write_text(json.dumps({"seconds": 60.0, "settings": settings}))
     return root
 
@@ -262,6 +263,88 @@ def test_a_finished_run_whose_records_were_cut_is_named(tmp_path, kept):
     metrics.write_text("".join(line + "\n" for line in metrics.read_text().splitlines()[:kept]))
     with pytest.raises(ValueError, match=r"bot-lr0.0001-s1 is finished .* its records were cut"):
         resummarize([root], tmp_path / "m")
+
+
+def test_a_finished_run_missing_evaluations_in_the_middle_is_named(tmp_path):
+    """Evaluations lost between the first and the last would move the thresholds and the
+    crossings without a word."""
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    metrics = root / "runs" / "grpo-lr0.0001-s1" / "metrics.jsonl"
+    lines = metrics.read_text().splitlines()
+    metrics.write_text("".join(line + "\n" for i, line in enumerate(lines) if i not in (2, 3)))
+    with pytest.raises(ValueError, match=r"grpo-lr0.0001-s1 is finished .* no evaluation at "
+                       r"steps 20, 30 of its 50 steps: its records were cut"):  # fmt: skip
+        resummarize([root], tmp_path / "m")
+
+
+def test_a_merged_metrics_file_cut_at_a_line_is_named(tmp_path, capsys):
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    resummarize([root], tmp_path / "m")
+    merged = tmp_path / "m" / "metrics.jsonl"
+    merged.write_text("".join(line + "\n" for line in merged.read_text().splitlines()[:-4]))
+    assert main(["summarize", str(tmp_path / "m"), "--out", str(tmp_path / "n")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert (
+        len(err) == 1 and "seed 2 has no evaluation at steps 20, 30, 40, 50 of its 50" in err[0]
+    ), err
+
+
+def test_a_finished_run_without_its_metrics_file_is_one_line(tmp_path, capsys):
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    (root / "runs" / "bot-lr0.0001-s0" / "metrics.jsonl").unlink()
+    assert main(["summarize", str(root), "--out", str(tmp_path / "m")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot read" in err[0] and "bot-lr0.0001-s0" in err[0], err
+
+
+def test_the_speed_sentence_names_the_pairs_seeds_and_given_thresholds(tmp_path):
+    a = _comparison(tmp_path / "a", 1e-4, ("grpo",), seeds=5)
+    b = _comparison(tmp_path / "b", 1e-4, ("bot",), seeds=2)
+    text = resummarize([a, b], tmp_path / "m").read_text()
+    assert "From 2 seeds this is one observation" in text and "From 5 seeds" not in text
+    text = resummarize([a, b], tmp_path / "n", thresholds=(0.3, 0.5)).read_text()
+    assert "To reach 0.500 (the middle one of the thresholds given)" in text
+    assert "half-way" not in text.split("Lead metric")[0]
+
+
+def test_a_merge_is_never_written_into_one_of_its_inputs(tmp_path, capsys):
+    a = _comparison(tmp_path / "a", 1e-4, ("grpo",))
+    b = _comparison(tmp_path / "b", 1e-4, ("bot",))
+    assert main(["summarize", str(a), str(b), "--out", str(a)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "merge into a new folder" in err[0], err
+    assert not (a / "summary.json").exists()
+
+
+def test_summary_json_is_strict_json_when_a_run_diverged_and_costs_are_checked(tmp_path):
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    metrics = root / "runs" / "bot-lr0.0001-s0" / "metrics.jsonl"
+    train = {
+        "kind": "train",
+        "method": "bot",
+        "seed": 0,
+        "lr": 1e-4,
+        "step": 1,
+        "loss": float("nan"),
+    }
+    metrics.write_text(metrics.read_text() + json.dumps(train) + "\n")
+    resummarize([root], tmp_path / "m")
+
+    def refuse(constant):
+        raise AssertionError(f"summary.json holds {constant}")
+
+    json.loads((tmp_path / "m" / "summary.json").read_text(), parse_constant=refuse)
+    cost = {
+        "kind": "cost",
+        "method": "bot",
+        "seed": 0,
+        "lr": 1e-4,
+        "step": 50,
+        "seconds_per_step": -5.0,
+    }
+    metrics.write_text(metrics.read_text() + json.dumps(cost) + "\n")
+    with pytest.raises(ValueError, match=r"metrics\.jsonl:\d+: seconds_per_step is a cost"):
+        resummarize([root], tmp_path / "n")
 
 
 def test_summarize_in_place_keeps_the_measured_wall_time(tmp_path):

@@ -29,7 +29,13 @@ def load_records(path: str | Path) -> list[dict]:
     """Every JSON line of a metrics file; ValueError naming the file and line of a line that is
     not a record (see :func:`_record_problem`): no summary is computed from it."""
     records = []
-    for n, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n"), 1):
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"{path}: not UTF-8 text ({err.reason}); rerun that run") from None
+    except OSError as err:
+        raise ValueError(f"cannot read {path} ({err.strerror or err}); rerun that run") from None
+    for n, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
         try:
@@ -61,8 +67,10 @@ def _record_problem(record: dict) -> str:
             continue
         if isinstance(value, bool) or not isinstance(value, int | float):
             return f"{key} must be a number, got {value!r}"
-        if not math.isfinite(value) and record["kind"] == "eval":  # a diverged loss is data
+        if not math.isfinite(value) and record["kind"] in ("eval", "cost"):  # a loss may diverge
             return f"{key} is {value}"
+        if record["kind"] == "cost" and value < 0:
+            return f"{key} is a cost, so >= 0; got {value}"
         rate = key in EVAL_METRICS or key.startswith("pass@")
         if rate and record["kind"] == "eval" and not 0 <= value <= 1:
             return f"{key} is a rate, so in [0, 1]; got {value}"
@@ -79,7 +87,9 @@ def comparison_records(root: str | Path) -> list[dict]:
     if done:
         return [r for d in done for r in _finished_run_records(d)]
     if (root / "metrics.jsonl").is_file():
-        return load_records(root / "metrics.jsonl")
+        records = load_records(root / "metrics.jsonl")
+        _check_merged_grid(root, records)
+        return records
     raise ValueError(
         f"{root} keeps no runs' records (runs/*/metrics.jsonl with done.json, or a merged "
         "metrics.jsonl): no run of the comparison has finished there"
@@ -109,15 +119,57 @@ def _finished_run_records(run_dir: Path) -> list[dict]:
             "command again to train it anew"
         )
     evals = {r["step"] for r in records if r["kind"] == "eval"}
-    if 0 in evals and steps in evals:
+    every = settings.get("eval_every") if isinstance(settings, dict) else None
+    missing = missing_evaluations(evals, steps, every if isinstance(every, int) else None)
+    if not missing:
         return records
-    last = max(evals, default=None)
     raise ValueError(
         f"{run_dir} is finished (done.json) but its metrics.jsonl "
-        + ("holds no evaluation" if last is None else f"has no evaluation at step {steps}")
+        + ("holds no evaluation" if not evals else f"has no evaluation at {_steps_text(missing)}")
         + f" of its {steps} steps: its records were cut; delete that run folder and run the "
         "comparison's command again to train it anew"
     )
+
+
+def missing_evaluations(evals: set[int], steps: int, eval_every: int | None) -> list[int]:
+    """The evaluation steps a finished run of ``steps`` steps lacks: step 0, every multiple of
+    ``eval_every`` (when known and >= 1) and the last step."""
+    grid = {0, steps}
+    if eval_every is not None and eval_every >= 1:
+        grid.update(range(0, steps + 1, eval_every))
+    return sorted(grid - evals)
+
+
+def _steps_text(steps: list[int]) -> str:
+    shown = ", ".join(map(str, steps[:6])) + (
+        f" and {len(steps) - 6} more" if len(steps) > 6 else ""
+    )
+    return f"step{'s' if len(steps) > 1 else ''} {shown}"
+
+
+def _check_merged_grid(root: Path, records: list[dict]) -> None:
+    """ValueError when a run in a merged ``metrics.jsonl`` lacks evaluations its comparison's
+    ``config.json`` (steps, eval_every) says it made: a cut file passes for runs that learned
+    less. Without a readable config there is nothing to check against."""
+    try:
+        config = json.loads((root / "config.json").read_text())
+        steps, every = config["steps"], config.get("eval_every")
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if not isinstance(steps, int) or isinstance(steps, bool):
+        return
+    evals: dict[tuple[str, int], set[int]] = defaultdict(set)
+    for r in records:
+        if r["kind"] == "eval":
+            evals[(r["method"], r["seed"])].add(r["step"])
+    for (method, seed), seen in sorted(evals.items()):
+        missing = missing_evaluations(seen, steps, every if isinstance(every, int) else None)
+        if missing:
+            raise ValueError(
+                f"{root / 'metrics.jsonl'}: {method} seed {seed} has no evaluation at "
+                f"{_steps_text(missing)} of its {steps} steps (config.json): the file was cut; "
+                "copy it again from the comparison's folder"
+            )
 
 
 def collect(run_dirs: list[Path], out: Path) -> None:

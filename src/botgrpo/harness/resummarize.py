@@ -256,6 +256,11 @@ def check_out_folder(out: Path, roots: list[Path]) -> None:
     target = out.expanduser().resolve()
     homes = [r.resolve() for r in roots]
     if target in homes:
+        if len(set(homes)) > 1:
+            raise ValueError(
+                f"--out {out} is one of the comparisons being merged: its summary would report "
+                "runs its folder does not hold; merge into a new folder"
+            )
         check_not_busy(out, "--out")
         return
     inside = [r for r, home in zip(roots, homes, strict=True) if home in target.parents]

@@ -33,7 +33,7 @@ def _metric_stats(curves: stats.Curves, method: str) -> dict[str, float]:
     return {
         "start": float(np.mean([v[0] for _, v in seeds.values()])),
         "final": float(np.mean(finals)),
-        "final_sd": float(np.std(finals)),
+        "final_sd": float(np.std(finals, ddof=1)) if len(finals) > 1 else 0.0,  # sample sd
         "best": float(max(max(v) for _, v in seeds.values())),
     }
 
@@ -229,8 +229,10 @@ def _sweep_of(report: dict, methods: dict) -> dict:
     }
 
 
-def _sweep_table(sweep: dict) -> list[str]:
-    """The learning-rate sweep as a table: the score of every (method, rate), chosen in bold."""
+def _sweep_table(sweep: dict, used: dict[str, float] | None = None) -> list[str]:
+    """The learning-rate sweep as a table: the score of every (method, rate), chosen in bold;
+    a sentence for each method the summary reads at another rate (``used``: method -> rate,
+    e.g. ``summarize --methods grpo@4e-4``)."""
     rates = sorted({float(lr) for by_lr in sweep["mean_over_run"].values() for lr in by_lr})
     n = sweep.get("sweep_seeds", 1)
     lines = [
@@ -250,8 +252,14 @@ def _sweep_table(sweep: dict) -> list[str]:
             cells.append(f"**{text}**" if lr == best and v is not None else text)
         lines.append(f"| {m} | " + " | ".join(cells) + f" | {best:g} |")
     edges = sweep_edges(sweep)
-    if edges:
-        lines += ["", *edges]
+    other = [
+        f"{m} is summarised at {used[m]:g}, not at the rate its sweep chose ({float(best):g}): "
+        "this summary's figures for it are not at its tuned rate."
+        for m, best in sweep["best"].items()
+        if used and m in used and not math.isclose(float(used[m]), float(best))
+    ]
+    if edges or other:
+        lines += ["", *edges, *other]
     return lines
 
 
@@ -293,11 +301,18 @@ def _learning_sentence(s: dict) -> str:
     )
 
 
-def _speed_sentence(sp: dict, n_seeds: int) -> str:
+def _speed_sentence(sp: dict, n_seeds: int, given: bool = False) -> str:
+    """The speed comparison at the middle threshold in words; ``n_seeds``: the pair's seeds,
+    ``given``: the thresholds were the user's (then the middle one is not half-way)."""
     base, meth, ratio = sp["baseline"], sp["method"], sp["ratio"]
     faster, slower = (meth, base) if ratio >= 1 else (base, meth)
     factor = ratio if ratio >= 1 else 1 / ratio
-    where = f"To reach {sp['threshold']:.3f} (half-way from the start to the plateau)"
+    how = (
+        "the middle one of the thresholds given"
+        if given
+        else "half-way from the start to the plateau"
+    )
+    where = f"To reach {sp['threshold']:.3f} ({how})"
     if round(factor, 2) == 1.0:
         text = f"{where}, {meth} and {base} needed the same number of steps (ratio {ratio:.2f})"
     else:
@@ -332,7 +347,9 @@ def verdict(s: dict) -> list[str]:
     mid = s["thresholds"][len(s["thresholds"]) // 2]
     for sp in s["speedups"]:
         if sp["threshold"] == mid:
-            out.append(f"{sp['label']}: " + _speed_sentence(sp, s["n_seeds"]))
+            seeds = sp.get("n_seeds") or s["n_seeds"]  # the pair's seeds, not every method's
+            given = bool(s.get("thresholds_given"))
+            out.append(f"{sp['label']}: " + _speed_sentence(sp, seeds, given))
     for d in s["auc_differences"]:
         text = (
             f"Mean gain over the run (area under the curve) {d['method']} - {d['baseline']}: "
@@ -344,6 +361,18 @@ def verdict(s: dict) -> list[str]:
             text += f" (95% interval {d['low']:+.3f} to {d['high']:+.3f})."
         out.append(text)
     return out
+
+
+def _strict(value):
+    """``value`` with every non-finite float (a diverged run's loss mean) as None, so
+    summary.json is strict JSON that any parser reads (``NaN`` and ``Infinity`` are not)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _strict(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(v) for v in value]
+    return value
 
 
 def _fmt(value, fmt: str) -> str:
@@ -422,7 +451,11 @@ def render_markdown(s: dict) -> str:
         *_table(s),
         "",
         *_cost_table(s),
-        *([*_sweep_table(s["lr_sweep"]), ""] if s.get("lr_sweep") else []),
+        *(
+            [*_sweep_table(s["lr_sweep"], {m: i["lr"] for m, i in s["methods"].items()}), ""]
+            if s.get("lr_sweep")
+            else []
+        ),
         f"Lead metric `{s['metric']}`: {s['metric_means']}, on {s['problems_per_evaluation']} "
         f"held-out problems every {s['eval_every']} steps. Thresholds: "
         + (
@@ -526,7 +559,7 @@ def write_summary(
         lr_sweep=lr_sweep,
         earlier_seconds=earlier_seconds,
     )
-    atomic_write_text(out.with_suffix(".json"), json.dumps(summary, indent=2))
+    atomic_write_text(out.with_suffix(".json"), json.dumps(_strict(summary), indent=2))
     text = render_markdown(summary)
     atomic_write_text(out, text)
     print(text)

@@ -643,7 +643,11 @@ def test_metrics_count_snapshot_and_reset() -> None:
         ("Step 1: partially correct\nStep 2: correct", 2, (0, 1)),
         ("**Step 1**: ✅ correct\n**Step 2**: ❌ 4 / 2 is 2", 2, (1, -1)),
         ("Step 1: ✔️\nStep 2: ✗ incorrect", 2, (1, -1)),
-        ("| Step | Verdict |\n|---|---|\n| 1 | correct |\n| 2 | incorrect | 7 * 8 = 56 |", 2, (1, -1)),
+        (
+            "| Step | Verdict |\n|---|---|\n| 1 | correct |\n| 2 | incorrect | 7 * 8 = 56 |",
+            2,
+            (1, -1),
+        ),
         ("| Step 1 | Correct | fine |\n| Step 2 | wrong |", 2, (1, -1)),
         ("Step 1: correct | 1 + 1 = 2\nStep 2: incorrect / the sign flips", 2, (1, -1)),
         ('{"verdicts": ["correct", "incorrect"]}', 2, (1, -1)),

@@ -347,6 +347,16 @@ def test_summary_json_is_strict_json_when_a_run_diverged_and_costs_are_checked(t
         resummarize([root], tmp_path / "n")
 
 
+def test_a_run_folder_mixing_runs_is_named_and_a_missing_ratio_is_explained(tmp_path):
+    root = _comparison(tmp_path / "a", 1e-4, ("grpo", "bot"))
+    text = resummarize([root], tmp_path / "m", thresholds=(0.05,)).read_text()
+    assert "no speed ratio at 0.050" in text  # every run is there from step 0
+    metrics = root / "runs" / "grpo-lr0.0001-s2" / "metrics.jsonl"
+    metrics.write_text(metrics.read_text().replace('"method": "grpo"', '"method": "dapo"'))
+    with pytest.raises(ValueError, match=r"done.json is grpo seed 2 but .* holds records of dapo"):
+        resummarize([root], tmp_path / "n")
+
+
 def test_summarize_in_place_keeps_the_measured_wall_time(tmp_path):
     """A comparison's summary records the wall time its commands took; summarising it again in
     place trains nothing and keeps that figure (a new folder estimates it from the runs)."""

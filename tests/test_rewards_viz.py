@@ -84,3 +84,9 @@ def test_png_of_a_real_completion(tmp_path):
 def test_bad_values_are_named(rewards, advantages, message):
     with pytest.raises(ValueError, match=message):
         render_html(["a", "b", "c"], rewards, advantages)
+
+
+@pytest.mark.parametrize("centre", [float("nan"), float("inf")])
+def test_a_non_finite_reward_centre_is_named(centre):
+    with pytest.raises(ValueError, match="reward_centre must be a finite number or None"):
+        render_html(["a", "b", "c"], [0.0, 1.0, 2.0], None, reward_centre=centre)

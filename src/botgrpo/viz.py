@@ -86,6 +86,10 @@ def _panels(
     token_texts: Sequence[str], rewards: Any, advantages: Any, reward_centre: float | None
 ) -> list[_Panel]:
     r = _check(len(token_texts), "rewards", rewards)
+    if reward_centre is not None and (
+        isinstance(reward_centre, bool) or not np.isfinite(float(reward_centre))
+    ):
+        raise ValueError(f"reward_centre must be a finite number or None, got {reward_centre!r}")
     centre = float(np.median(r)) if reward_centre is None and r.size else reward_centre or 0.0
     panels = [_Panel("token reward", r, centre)]
     if advantages is not None:

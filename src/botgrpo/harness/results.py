@@ -118,6 +118,14 @@ def _finished_run_records(run_dir: Path) -> list[dict]:
             "steps, and a number of seconds): delete that run folder and run the comparison's "
             "command again to train it anew"
         )
+    claimed = (settings.get("method"), settings.get("seed")) if isinstance(settings, dict) else None
+    others = sorted({(r["method"], r["seed"]) for r in records} - {claimed}, key=str)
+    if claimed and None not in claimed and others:
+        raise ValueError(
+            f"{run_dir}: its done.json is {claimed[0]} seed {claimed[1]} but its metrics.jsonl "
+            f"holds records of {others[0][0]} seed {others[0][1]}: the folder mixes runs; "
+            "delete it and run the comparison's command again to train it anew"
+        )
     evals = {r["step"] for r in records if r["kind"] == "eval"}
     every = settings.get("eval_every") if isinstance(settings, dict) else None
     missing = missing_evaluations(evals, steps, every if isinstance(every, int) else None)

@@ -35,7 +35,7 @@ from botgrpo.harness.results import comparison_records
 #: or, for the learning rate, the summary reports it per method).
 MAY_DIFFER = ("name", "out_dir", "methods", "seeds", "learning_rate", "method_lrs", "lr_sweep")
 MAY_DIFFER += ("workers",)
-MAY_DIFFER += ("sweep_seeds", "progress", "thresholds", "metric")
+MAY_DIFFER += ("sweep_seeds", "progress", "thresholds", "metric", "checkpoint_every")
 
 
 def load_config(root: Path) -> CompareConfig:
@@ -371,4 +371,6 @@ def resummarize(
         if sweep:
             summarised = json.loads(summary.with_suffix(".json").read_text())["lr_sweep"]
             plot_lr_sweep(summarised, out / "lr_sweep.png")
+        elif not in_place:  # a summary folder reused for runs without a sweep: no stale plot
+            (out / "lr_sweep.png").unlink(missing_ok=True)
     return summary

@@ -345,6 +345,14 @@ def verdict(s: dict) -> list[str]:
         )
         return out
     mid = s["thresholds"][len(s["thresholds"]) // 2]
+    timed = {sp["label"] for sp in s["speedups"] if sp["threshold"] == mid}
+    for d in s["auc_differences"]:  # one per pair: say why a pair has no speed ratio
+        if d["label"] not in timed:
+            out.append(
+                f"{d['label']}: no speed ratio at {mid:.3f}: neither {d['method']} nor "
+                f"{d['baseline']} ever held it, or a run was there from step 0, so steps to it "
+                "compare nothing (the table gives each method's steps)."
+            )
     for sp in s["speedups"]:
         if sp["threshold"] == mid:
             seeds = sp.get("n_seeds") or s["n_seeds"]  # the pair's seeds, not every method's

@@ -152,6 +152,7 @@ def test_the_helpers_teacher_slips_at_its_rate_at_every_opportunity(kind, rate):
         ("python:helpers=7", "helpers must be 0"),
         ("python:helpers=2.5", "is not a valid int"),
         ("react:section=3", "has no option 'section'"),
+        ("react:solved_weight=-5", "solved_weight must be a finite number >= 0"),
         ("react:render_timeout_s=inf", "render_timeout_s must be > 0 and at most 86400"),
         ("react:render_timeout_s=5e6", "render_timeout_s must be > 0 and at most 86400"),
         ("react:render_timeout_s=nan", "render_timeout_s must be > 0 and at most 86400"),

@@ -185,8 +185,11 @@ class ReactComponents:
         from botgrpo.rewards.sandbox.config import check_timeout  # the sandbox's own cap
 
         check_timeout("render_timeout_s", self.render_timeout_s)
-        if not math.isfinite(self.solved_weight):
-            raise ValueError(f"solved_weight must be finite, got {self.solved_weight}")
+        if not math.isfinite(self.solved_weight) or self.solved_weight < 0:
+            raise ValueError(
+                f"solved_weight must be a finite number >= 0 (a bonus for a solved page; 0 "
+                f"turns it off), got {self.solved_weight}"
+            )
         self.teacher.check_kind(self.name, self.SLIPS)
 
     def sample(self, rng: random.Random) -> Example:

@@ -282,6 +282,22 @@ def check_out_folder(out: Path, roots: list[Path]) -> None:
     check_not_busy(out, "--out")
 
 
+def _check_no_repeats(records: list[dict], per_root: list[tuple[Path, list[dict]]]) -> None:
+    """ValueError naming the run and the folders when a (method, seed, step) is recorded twice:
+    it would be counted twice."""
+    key = lambda r: (r["kind"], r["method"], r["seed"], r["step"])  # noqa: E731
+    seen: set = set()
+    for r in records:
+        if key(r) in seen:
+            where = [str(root) for root, rs in per_root if any(key(x) == key(r) for x in rs)]
+            said = " and ".join(where[:2])
+            raise ValueError(
+                f"{r['method']} seed {r['seed']} step {r['step']} is recorded twice (in {said}): "
+                "pass each comparison once, and merge comparisons of different seeds only"
+            )
+        seen.add(key(r))
+
+
 def _wall_seconds(run_seconds: dict[str, list[float]], workers: int) -> float:
     """Wall time of the chosen runs alone, as ``workers`` at a time would take it."""
     return sum(sum(v) for v in run_seconds.values()) / max(1, workers)
@@ -307,14 +323,9 @@ def resummarize(
     _check_comparable(configs, roots)
     sweep = sweep_report(roots)
     swept = {m: float(lr) for m, lr in (sweep or {}).get("best", {}).items()}
-    records = select([r for root in roots for r in comparison_records(root)], methods, swept)
-    # the same (method, seed, step) from two folders would be counted twice
-    seen = {(r["kind"], r["method"], r["seed"], r["step"]) for r in records}
-    if len(seen) < len(records):
-        raise ValueError(
-            "the records hold a (method, seed, step) twice: pass each comparison once, and "
-            "check that no run's metrics.jsonl repeats a step"
-        )
+    per_root = [(root, comparison_records(root)) for root in roots]
+    records = select([r for _, rs in per_root for r in rs], methods, swept)
+    _check_no_repeats(records, per_root)
     names = tuple(sorted({r["method"] for r in records}))
     if not methods:  # never drop a method of the comparisons silently
         for cfg_i, root in zip(configs, roots, strict=True):

@@ -30,6 +30,7 @@ def verl_config(tiny_model_dir):
             overrides=[
                 f"actor_rollout_ref.model.path={tiny_model_dir}",
                 "actor_rollout_ref.rollout.name=vllm",
+                "actor_rollout_ref.rollout.n=3",
                 "algorithm.adv_estimator=bot",
                 "+algorithm.botgrpo.eps=1e-6",
                 "+botgrpo.reward_funcs=[arithmetic_token_reward]",

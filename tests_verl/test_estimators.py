@@ -92,7 +92,7 @@ def test_verl_compute_advantage_routes_to_botgrpo():
 def test_estimator_options_reach_core():
     rewards_BT, mask_BT, uids = _batch(2)
     config = OmegaConf.create({"botgrpo": {"options": {"steps_BT": None}}})
-    with pytest.raises(ValueError, match=r"'bot' got unknown option\(s\) steps_BT"):
+    with pytest.raises(ValueError, match=r"unknown option\(s\) steps_BT for 'bot'"):
         get_adv_estimator_fn("bot")(
             token_level_rewards=rewards_BT, response_mask=mask_BT, config=config, index=uids
         )
@@ -102,7 +102,10 @@ def test_without_the_token_reward_hook_the_estimator_refuses(monkeypatch):
     monkeypatch.setitem(estimators._HOOK_ACTIVE, "value", False)
     rewards_BT, mask_BT, uids = _batch(0)
     fn = get_adv_estimator_fn("bot")
-    with pytest.raises(RuntimeError, match=r"agent_loop_manager_class=botgrpo\.verl"):
+    with pytest.raises(
+        RuntimeError,
+        match=r"\+actor_rollout_ref\.rollout\.agent\.agent_loop_manager_class=botgrpo\.verl",
+    ):
         fn(token_level_rewards=rewards_BT, response_mask=mask_BT, config=None, index=uids)
     # a user's own per-token agent loop opts out explicitly
     config = OmegaConf.create({"botgrpo": {"require_token_rewards": False}})
@@ -138,3 +141,10 @@ def test_missing_uids_are_named():
     rewards_BT, mask_BT, _ = _batch(0)
     with pytest.raises(ValueError, match=r"needs group ids"):
         get_adv_estimator_fn("bot")(token_level_rewards=rewards_BT, response_mask=mask_BT)
+
+
+def test_group_ids_read_a_tensor_of_uids_by_value():
+    from botgrpo.verl.estimators import group_ids_from_index
+
+    assert group_ids_from_index(torch.tensor([0, 0, 1, 1])).tolist() == [0, 0, 1, 1]
+    assert group_ids_from_index(np.array([3, 3, 7], dtype=np.int64)).tolist() == [0, 0, 1]

@@ -51,12 +51,16 @@ def test_plugins_disabled_means_not_registered():
 def _config(**overrides):
     base = {
         "trainer": {"use_v1": True},
+        "actor_rollout_ref": {"rollout": {"n": 8}},
         "algorithm": {"adv_estimator": "bot"},
         "botgrpo": {"reward_funcs": ["arithmetic_token_reward"], "w_g": 3.0, "w_s": 0.5},
     }
     for key, value in overrides.items():
-        section, name = key.split("__")
-        base[section][name] = value
+        *path, name = key.split("__")
+        section = base
+        for part in path:
+            section = section[part]
+        section[name] = value
     return OmegaConf.create(base)
 
 
@@ -78,6 +82,30 @@ def test_trainer_start_check_accepts_a_good_run():
         (
             {"algorithm__botgrpo": {"epsilon": 1}},
             r"algorithm\.botgrpo has unknown key\(s\) epsilon",
+        ),
+        ({"actor_rollout_ref__rollout__n": 1}, r"rollout\.n is 1: .* set actor_rollout_ref"),
+        (
+            {"algorithm__botgrpo": {"options": {"eps": 1.0}}},
+            r"options has unknown option\(s\) eps for 'bot' \(eps is algorithm\.botgrpo\.eps\)",
+        ),
+        ({"algorithm__botgrpo": {"options": {"foo": 1}}}, r"accepts none: leave options out"),
+        (
+            {"algorithm__botgrpo": {"require_token_rewards": "false"}},
+            r"require_token_rewards must be true or false, got 'false'",
+        ),
+        (
+            {"botgrpo__reward_funcs": ["math_step_rewrd"]},
+            r"unknown reward function 'math_step_rewrd'",
+        ),
+        ({"botgrpo__reward_funcs": ["no_such_module:f"]}, r"cannot import 'no_such_module:f'"),
+        ({"botgrpo__reward_funcs": {"a": 1}}, r"reward_funcs must be a list of names"),
+        ({"botgrpo__reward_weights": [float("nan")]}, r"reward_weights must be finite numbers"),
+        ({"botgrpo__reward_weights": ["abc"]}, r"reward_weights must be finite numbers"),
+        ({"botgrpo__reward_weights": [1.0, 2.0]}, r"one weight per reward function \(1\)"),
+        ({"botgrpo__w_g": float("inf")}, r"w_g and w_s must be finite"),
+        (
+            {"botgrpo__reward_func_kwargs": {"math_step_reward": {}}},
+            r"reward_func_kwargs names math_step_reward, not in reward_funcs",
         ),
     ],
 )

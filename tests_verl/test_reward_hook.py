@@ -204,6 +204,20 @@ def test_chat_prompts_get_chat_completions_and_row_columns(tiny_tokenizer):
     assert "raw_prompt" not in seen["columns"] and "session_id" not in seen["columns"]
 
 
+def test_a_verl_gsm8k_row_is_graded_against_its_ground_truth():
+    """verl's GSM8K rows keep the worked solution in extra_info.answer: the reference the
+    recipes read as `answer` is reward_model.ground_truth."""
+    row = {
+        "reward_model": {"style": "rule", "ground_truth": "72"},
+        "extra_info": {"split": "train", "index": 0, "answer": "48/2 = 24\n48+24 = 72\n#### 72"},
+    }
+    columns = columns_of(row)
+    assert columns["answer"] == "72" and columns["ground_truth"] == "72"
+    assert columns["extra_info"]["answer"].endswith("#### 72")
+    assert columns_of({"extra_info": {"answer": "5"}})["answer"] == "5"  # no ground truth
+    assert columns_of({"answer": "7", "reward_model": {"ground_truth": "8"}})["answer"] == "7"
+
+
 def test_extra_info_does_not_shadow_row_fields():
     columns = columns_of({"data_source": "a", "extra_info": {"data_source": "b", "level": 3}})
     assert columns["data_source"] == "a" and columns["level"] == 3

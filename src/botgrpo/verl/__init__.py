@@ -5,7 +5,7 @@ process that imports verl (the driver, the Ray TaskRunner, the workers) gets bot
 estimators in verl's registry. Two lines of config switch a verl run to BoT-GRPO:
 
     algorithm.adv_estimator=bot
-    actor_rollout_ref.rollout.agent.agent_loop_manager_class=botgrpo.verl.agent_loop.BoTAgentLoopManager
+    +actor_rollout_ref.rollout.agent.agent_loop_manager_class=botgrpo.verl.agent_loop.BoTAgentLoopManager
 
 plus the reward functions under ``+botgrpo.*`` (see :mod:`botgrpo.verl.config`). Modules:
 

@@ -1,6 +1,6 @@
 """verl's agent loop worker and manager with botgrpo's per-token reward hook.
 
-Set ``actor_rollout_ref.rollout.agent.agent_loop_manager_class=
+Set ``+actor_rollout_ref.rollout.agent.agent_loop_manager_class=
 botgrpo.verl.agent_loop.BoTAgentLoopManager`` (verl loads it by qualified name). The manager is
 built in the Ray TaskRunner, where verl also computes advantages, so it checks the run there
 before any rollout (:func:`check_trainer_config`), then starts :data:`BoTAgentLoopWorker` actors:
@@ -31,7 +31,9 @@ def check_trainer_config(config: Any) -> None:
 
     Checks: verl's V1 trainer is used; the estimator reads per-token rewards (verl's own
     estimators would read the row's sum as one score); botgrpo's plugin registered it in this
-    process (verl hides plugin failures at DEBUG level); the ``botgrpo`` section is valid.
+    process (verl hides plugin failures at DEBUG level); its options are the core estimator's;
+    each prompt gets K >= 2 rollouts (``rollout.n``, 1 in verl's defaults); the ``botgrpo``
+    section is valid and its reward functions import.
     """
     from verl.trainer.ppo.core_algos import ADV_ESTIMATOR_REGISTRY
 
@@ -57,7 +59,14 @@ def check_trainer_config(config: Any) -> None:
             f"plugin did not load in this process{cause}; {_PLUGIN_FIX}"
         )
     read_options(config.algorithm, name)
-    VerlRewardConfig.from_trainer_config(config)
+    n = config.actor_rollout_ref.rollout.get("n", 1)
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(
+            f"actor_rollout_ref.rollout.n is {n!r}: BoT-GRPO pools the K rollouts of a prompt "
+            "and compares each token with the bag, so one rollout per prompt gives every "
+            "advantage 0; set actor_rollout_ref.rollout.n to K >= 2 (the paper: 8)"
+        )
+    VerlRewardConfig.from_trainer_config(config).check_functions()
 
 
 class BoTAgentLoopWorkerImpl(AgentLoopWorkerTQ.__ray_actor_class__):
@@ -68,10 +77,16 @@ class BoTAgentLoopWorkerImpl(AgentLoopWorkerTQ.__ray_actor_class__):
         self.token_reward_hook = TokenRewardHook.from_trainer_config(self.config, self.tokenizer)
 
     async def _agent_loop_postprocess(self, output, validate, **kwargs) -> None:
-        """Score the final output (replacing any score the agent loop set), then verl's own
-        postprocessing writes it to the TransferQueue; earlier outputs of a multi-output loop
-        get the final outcome on their last token, as in verl."""
+        """Score the output (replacing any score the agent loop set), then verl's own
+        postprocessing writes it to the TransferQueue. A loop returning several outputs per
+        rollout is refused (each would enter the group's bag as a rollout of its own)."""
         outputs = output if isinstance(output, list) else [output]
+        if len(outputs) > 1:
+            raise ValueError(
+                f"the agent loop returned {len(outputs)} outputs for one rollout; BoT-GRPO's bag "
+                "counts each output of a group as a rollout, so the earlier ones would skew its "
+                "mean and std: return one output per rollout (verl's built-in loops do)"
+            )
         if outputs:
             final = await self.token_reward_hook.score(outputs[-1], kwargs, validate)
             outputs = [*outputs[:-1], final]

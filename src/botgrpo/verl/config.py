@@ -11,6 +11,8 @@ reward settings carry over unchanged::
 
 from __future__ import annotations
 
+import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -39,6 +41,12 @@ class VerlRewardConfig:
     the check. 1.0 as in the TRL config."""
 
     def __post_init__(self) -> None:
+        funcs = self.reward_funcs
+        if not isinstance(funcs, list) or not all(isinstance(f, str) for f in funcs):
+            raise ValueError(
+                f"botgrpo.reward_funcs must be a list of names, got {funcs!r}; e.g. "
+                "+botgrpo.reward_funcs=[math_step_reward]"
+            )
         if not self.reward_funcs:
             raise ValueError(
                 "botgrpo.reward_funcs is empty: name the token reward functions, e.g. "
@@ -58,6 +66,62 @@ class VerlRewardConfig:
                 f"botgrpo.w_g must be > 0, w_s >= 0 and local_bound > 0; got w_g={self.w_g}, "
                 f"w_s={self.w_s}, local_bound={self.local_bound}"
             )
+        if not math.isfinite(self.w_g) or not math.isfinite(self.w_s):
+            raise ValueError(
+                f"botgrpo.w_g and w_s must be finite (local_bound may be inf); got "
+                f"w_g={self.w_g}, w_s={self.w_s}"
+            )
+        if self.w_s > 0 and self.w_s * self.local_bound >= self.w_g:
+            warnings.warn(
+                f"botgrpo.w_s * local_bound = {self.w_s * self.local_bound:g} >= w_g = "
+                f"{self.w_g:g}: the BoT-GRPO paper requires the global term to dominate "
+                "(w_g >> w_s * B); noisy local signals then stall training",
+                UserWarning,
+                stacklevel=3,
+            )
+        weights = self.reward_weights
+        if weights is not None:
+            if not isinstance(weights, list) or len(weights) != len(funcs):
+                raise ValueError(
+                    f"botgrpo.reward_weights must be a list of one weight per reward function "
+                    f"({len(funcs)}), got {weights!r}"
+                )
+            for weight in weights:
+                finite = isinstance(weight, int | float) and math.isfinite(weight)
+                if isinstance(weight, bool) or not finite:
+                    raise ValueError(
+                        f"botgrpo.reward_weights must be finite numbers, got {weight!r}"
+                    )
+        kwargs = self.reward_func_kwargs
+        if not isinstance(kwargs, Mapping) or not all(
+            isinstance(v, Mapping) for v in kwargs.values()
+        ):
+            raise ValueError(
+                "botgrpo.reward_func_kwargs must map a reward function's name to its keyword "
+                f"arguments, e.g. {{math_step_reward: {{config: {{...}}}}}}; got {kwargs!r}"
+            )
+        unknown = sorted(set(kwargs) - set(funcs))
+        if unknown:
+            raise ValueError(
+                f"botgrpo.reward_func_kwargs names {', '.join(unknown)}, not in reward_funcs "
+                f"({', '.join(funcs)})"
+            )
+
+    def check_functions(self) -> None:
+        """Import every reward function now (a misspelled name fails at trainer start, not
+        in each Ray worker after the model loads); factories are called later, in the workers,
+        with the policy's tokenizer."""
+        from botgrpo.scoring.loading import resolve_entry
+
+        for entry in self.reward_funcs:
+            try:
+                resolve_entry(entry)
+            except ImportError as err:
+                raise ValueError(f"botgrpo.reward_funcs: cannot import {entry!r}: {err}") from None
+            except AttributeError as err:
+                raise ValueError(f"botgrpo.reward_funcs: {entry!r}: {err}") from None
+            except ValueError as err:
+                raise ValueError(f"botgrpo.reward_funcs: {err}") from None
 
     @classmethod
     def from_trainer_config(cls, config: Any) -> VerlRewardConfig:
@@ -86,6 +150,9 @@ class VerlRewardConfig:
             values["reward_funcs"] = [funcs]
         elif isinstance(funcs, Sequence):
             values["reward_funcs"] = list(funcs)
+        weights = values.get("reward_weights")
+        if isinstance(weights, tuple):
+            values["reward_weights"] = list(weights)
         return cls(**values)
 
 

@@ -49,10 +49,19 @@ def mark_token_rewards_active() -> None:
 
 
 def group_ids_from_index(index: Sequence[Any], device: torch.device | None = None) -> Tensor:
-    """int64 [B] group ids from verl's per-row uids (any hashable; rows sharing a uid form a group)."""
+    """int64 [B] group ids from verl's per-row uids (any hashable; rows sharing a uid form a
+    group; a tensor of ids is read by value)."""
+    if isinstance(index, Tensor):
+        index = index.tolist()
     dense: dict[Any, int] = {}
-    ids = [dense.setdefault(uid, len(dense)) for uid in list(index)]
+    ids = [dense.setdefault(_hashable(uid), len(dense)) for uid in list(index)]
     return torch.tensor(ids, dtype=torch.int64, device=device)
+
+
+def _hashable(uid: Any) -> Any:
+    """A uid as a dictionary key by value (numpy and torch scalars as Python numbers)."""
+    item = getattr(uid, "item", None)
+    return item() if callable(item) and getattr(uid, "ndim", None) == 0 else uid
 
 
 def read_options(config: Any, name: str) -> tuple[float, dict[str, Any], bool]:
@@ -73,7 +82,21 @@ def read_options(config: Any, name: str) -> tuple[float, dict[str, Any], bool]:
             f"algorithm.botgrpo.options must be a mapping of {name!r}'s options, got "
             f"{type(options).__name__}"
         )
-    return float(eps), dict(options), bool(section.get("require_token_rewards", True))
+    accepted = tuple(getattr(get_advantage_estimator(name), "options", ()))
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        where = " (eps is algorithm.botgrpo.eps)" if "eps" in unknown else ""
+        raise ValueError(
+            f"algorithm.botgrpo.options has unknown option(s) {', '.join(map(str, unknown))} "
+            f"for {name!r}{where}; it accepts "
+            + (", ".join(accepted) if accepted else "none: leave options out")
+        )
+    require = section.get("require_token_rewards", True)
+    if not isinstance(require, bool):
+        raise ValueError(
+            f"algorithm.botgrpo.require_token_rewards must be true or false, got {require!r}"
+        )
+    return float(eps), dict(options), require
 
 
 def _section(config: Any) -> dict[str, Any]:
@@ -126,7 +149,7 @@ def make_token_estimator(name: str) -> Callable[..., tuple[Tensor, Tensor]]:
 _NO_HOOK = (
     "advantage estimator {name!r} reads per-token rewards, but this process's agent loop manager "
     "is not botgrpo's, so token_level_rewards holds verl's one score on the last token: set "
-    "actor_rollout_ref.rollout.agent.agent_loop_manager_class="
+    "+actor_rollout_ref.rollout.agent.agent_loop_manager_class="
     "botgrpo.verl.agent_loop.BoTAgentLoopManager (and the +botgrpo reward section), or, if your "
     "own agent loop writes per-token rm_scores, +algorithm.botgrpo.require_token_rewards=false"
 )

@@ -12,7 +12,8 @@ token for token what the TRL path puts in its ``[B, T]`` token rewards. The func
 TRL passes them: ``prompts`` (verl's ``raw_prompt`` chat messages), ``completions`` (the decoded
 response, special tokens skipped, as ``[{"role": "assistant", "content": text}]`` for chat
 prompts), ``completion_ids`` (the response ids) and the row's fields as columns, plus
-``ground_truth`` (from ``reward_model.ground_truth``) and the keys of ``extra_info``.
+``ground_truth`` (from ``reward_model.ground_truth``, also the ``answer`` column) and the keys
+of ``extra_info`` (:func:`columns_of`).
 """
 
 from __future__ import annotations
@@ -100,7 +101,8 @@ class TokenRewardHook:
         outcome = float(tb.outcome_B[0])
         values = output.model_dump(exclude_unset=True)
         values["reward_score"] = outcome
-        extra = dict(values.get("extra_fields") or {})
+        # the attribute, not the dump: a loop may fill the default dict in place (unset)
+        extra = dict(getattr(output, "extra_fields", None) or {})
         extra["reward_extra_info"] = {"bot_outcome": outcome, "bot_scored": bool(tb.mask_BT.any())}
         values["extra_fields"] = extra
         values.pop("metrics", None)
@@ -110,11 +112,19 @@ class TokenRewardHook:
 
 
 def columns_of(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Dataset columns of one verl row: its fields, ``ground_truth`` and ``extra_info``'s keys."""
+    """Dataset columns of one verl row: its fields, ``ground_truth`` and ``extra_info``'s keys.
+
+    ``reward_model.ground_truth`` is the reference verl's own reward functions grade against, so
+    it is both the ``ground_truth`` and the ``answer`` column (what botgrpo's recipes read by
+    default): verl's GSM8K rows keep the whole worked solution in ``extra_info.answer``, which
+    would be graded as the answer otherwise. A row without a ground truth keeps
+    ``extra_info.answer``; a top-level ``answer`` field wins over both.
+    """
     columns = {k: _plain(v) for k, v in row.items() if k not in INTERNAL_FIELDS}
     reward_model = columns.get("reward_model")
     if isinstance(reward_model, Mapping) and "ground_truth" in reward_model:
         columns.setdefault("ground_truth", reward_model["ground_truth"])
+        columns.setdefault("answer", reward_model["ground_truth"])
     extra = columns.get("extra_info")
     if isinstance(extra, Mapping):
         for key, value in extra.items():

@@ -5,7 +5,7 @@
     botgrpo demo [--steps N ...]
     botgrpo warm-start [--task chain] [--retrain] [--package NAME]
     botgrpo summarize runs/NAME [runs/OTHER ...] [--methods grpo bot@2e-4] [--out DIR]
-    botgrpo diagnose --task chain [--model warm:chain] [--prompts 64] [--json]
+    botgrpo diagnose --task chain [--model warm:chain] [--prompts 64] [--json true]
     botgrpo check-flags runs/diagnose [--json]
     botgrpo real-model [smollm2-135m-instruct] [--force] [--list]
 

@@ -130,9 +130,9 @@ class CompareConfig:
     warm_start_stop: str | None = None
     """When the warm start is done: "steps" (exactly warm_start_steps) or "converged" (when
     its check loss, and with warm_start_watch_accuracy its token accuracy, are flat; at most
-    warm_start_steps); None = the task's (``warm_start_stop``: "steps" for chain, whose
-    shipped warm start trains 3000 steps, and for columns, which trains 3000 fixed steps;
-    "converged" for the code tasks and for a task of your own)."""
+    warm_start_steps); None = the task's (``warm_start_stop``: "steps" for chain and columns,
+    3000 fixed steps, and for the long React pages and Python helpers, 2400; "converged" for
+    the default react and python tasks and for a task of your own)."""
     warm_start_schedule_steps: int = 0
     """Length of the warm start's learning-rate schedule (0 = warm_start_steps); above
     warm_start_steps it stops a longer run early, part-way through learning the task."""

@@ -87,6 +87,17 @@ EXPECTED = {
     "not_react.jsx": (True, False, None, False, {(None, "render", "error", "not-a-component")}),
     "self_mounting.jsx": (True, True, False, True, set()),
     "browser_apis.jsx": (True, True, False, True, set()),  # canvas and fetch in an effect
+    # React's component stack points at the first hook call: the declaration line is blamed
+    "hook_then_invalid_child.jsx": (
+        True,
+        False,
+        None,
+        True,
+        {(3, "render", "fatal", "runtime-error")},
+    ),
+    "imports_react.jsx": (True, True, False, True, set()),  # JSX uses React: not unused
+    # structuredClone, <dialog>.showModal, Element.animate, navigator.geolocation
+    "jsdom_gaps.jsx": (True, True, False, True, set()),
 }
 
 
@@ -196,6 +207,15 @@ def test_blank_page_not_a_component_and_render_failure_terms(pool):
     _, thrown = reward_of(f"```jsx\n{read('throws.jsx')}```", pool)
     assert thrown.outcome == pytest.approx(-1.0)
     assert thrown.info["line_penalties"] == {3: -1.0}
+
+
+def test_an_untagged_install_block_before_the_component_is_not_the_code():
+    from botgrpo.rewards.recipes.react import extract_react_block
+
+    text = "First:\n```\nnpm install\n```\nThen:\n```\nexport default () => <p>Hi</p>;\n```\n"
+    assert extract_react_block(text).code == "export default () => <p>Hi</p>;\n"
+    only = "Run:\n```\nnpm install\n```\n"  # no block looks like React: the first untagged
+    assert extract_react_block(only).code == "npm install\n"
 
 
 def test_no_code_block_and_an_unfenced_component(pool):

@@ -86,7 +86,9 @@ def _columns(blanks: str) -> int:
     return col
 
 
-def _fenced_blocks(text: str) -> list[CodeBlock]:
+def fenced_blocks(text: str) -> list[CodeBlock]:
+    """Every fenced block of ``text`` in order, tagged or not (CommonMark fences: ``` or ~~~,
+    closed by a fence at most 3 columns past the opening one; an unclosed one runs to the end)."""
     blocks = []
     pos = 0
     while (m := _OPEN.search(text, pos)) is not None:
@@ -134,7 +136,7 @@ def extract_code_block(
     >>> extract_code_block("no code here") is None
     True
     """
-    blocks = _fenced_blocks(text)
+    blocks = fenced_blocks(text)
     wanted = {lang.lower() for lang in languages}
     for block in blocks:
         if block.language in wanted:

@@ -44,7 +44,7 @@ from botgrpo.rewards.calling import (
     resolve_tokenizer,
     tokenize_completions,
 )
-from botgrpo.rewards.code_blocks import CodeBlock, extract_code_block
+from botgrpo.rewards.code_blocks import CodeBlock, extract_code_block, fenced_blocks
 from botgrpo.rewards.compose import LineSignalConfig, clamp_local, line_values
 from botgrpo.rewards.configs import check_config_types, config_from_mapping
 from botgrpo.rewards.judges.options import as_judge
@@ -164,14 +164,19 @@ def extract_react_block(
 ) -> CodeBlock | None:
     """The response's React code block, or None.
 
-    A fenced block tagged with one of ``languages``, else the first untagged fenced block
+    A fenced block tagged with one of ``languages``, else the first untagged fenced block that
+    looks like a component (JSX plus a function or an export; an untagged ``npm install`` block
+    before it is not the code), else the first untagged one
     (:func:`botgrpo.rewards.code_blocks.extract_code_block`), else, with no fence at all, the
-    whole response when it looks like a component (JSX plus a function or an export).
+    whole response when it looks like a component.
 
     >>> extract_react_block("Here:\\n```jsx\\nconst A = () => <p/>;\\n```\\n").code
     'const A = () => <p/>;\\n'
     """
     block = extract_code_block(text, languages)
+    if block is not None and block.language is None:
+        untagged = [b for b in fenced_blocks(text) if b.language is None]
+        block = next((b for b in untagged if _looks_like_react(b.code)), block)
     if block is not None:
         return block
     if "```" not in text and "~~~" not in text and text.strip() and _looks_like_react(text):

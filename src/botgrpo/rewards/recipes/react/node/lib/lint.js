@@ -18,6 +18,8 @@ const RULES = {
   "react/jsx-no-undef": ERROR,
   "react/jsx-no-duplicate-props": ERROR,
   "react/jsx-uses-vars": ERROR,
+  // JSX uses React (the classic runtime's import React is not an unused variable)
+  "react/jsx-uses-react": ERROR,
   "react/no-direct-mutation-state": ERROR,
   "react/no-danger-with-children": ERROR,
   "react/no-find-dom-node": ERROR,

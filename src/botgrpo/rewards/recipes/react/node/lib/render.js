@@ -42,6 +42,27 @@ const BROWSER_STUBS = new vm.Script(
   // No network while checking: requests fail later, as they would offline.
   globalThis.fetch = () => Promise.reject(new TypeError("Failed to fetch (no network while rendering)"));
   if (globalThis.Element) globalThis.Element.prototype.scrollIntoView = noop;
+  // Browser APIs jsdom lacks, that correct components call (a missing one is not the code's fault).
+  if (typeof globalThis.structuredClone !== "function") {
+    globalThis.structuredClone = (value) => (value === undefined ? undefined : JSON.parse(JSON.stringify(value)));
+  }
+  if (globalThis.Element && !globalThis.Element.prototype.animate) {
+    const animation = () => ({ cancel: noop, finish: noop, pause: noop, play: noop, reverse: noop,
+      finished: Promise.resolve(), onfinish: null, oncancel: null });
+    globalThis.Element.prototype.animate = animation;
+    globalThis.Element.prototype.getAnimations = () => [];
+  }
+  if (globalThis.HTMLDialogElement && !globalThis.HTMLDialogElement.prototype.showModal) {
+    const dialog = globalThis.HTMLDialogElement.prototype;
+    dialog.show = function () { this.setAttribute("open", ""); };
+    dialog.showModal = function () { this.setAttribute("open", ""); };
+    dialog.close = function (value) { this.removeAttribute("open"); if (value !== undefined) this.returnValue = String(value); };
+  }
+  if (globalThis.navigator && !globalThis.navigator.geolocation) {
+    // a position that never comes, as when the user has not answered the permission prompt
+    Object.defineProperty(globalThis.navigator, "geolocation", { configurable: true,
+      value: { getCurrentPosition: noop, watchPosition: () => 0, clearWatch: noop } });
+  }
 })();`,
   { filename: "stubs.js" },
 );
@@ -70,13 +91,15 @@ function newWindow() {
   }
 }
 
-// The source line of an error: its innermost frame in the component's code; else (React threw,
-// e.g. "Objects are not valid as a React child") the declaration of the innermost component of
-// the code on React's component stack.
-function errorLine(stack, lines, candidates) {
+// The source line of an error: its innermost frame in the component's code (the error's own
+// stack, or where the element that failed was written); else (React threw, e.g. "Objects are not
+// valid as a React child") the declaration of the innermost component of the code on React's
+// component stack. The component stack's own positions are not read: React takes them by
+// calling the component until its first hook, a line that did nothing wrong.
+function errorLine(stack, componentStack, lines, candidates) {
   const match = /component\.js:(\d+):(\d+)/.exec(stack || "");
   if (match) return originalLine(lines, Number(match[1]), Number(match[2]));
-  for (const frame of (stack || "").matchAll(/^\s*at ([A-Za-z_$][\w$]*) \(/gm)) {
+  for (const frame of `${stack || ""}\n${componentStack || ""}`.matchAll(/^\s*at ([A-Za-z_$][\w$]*) \(/gm)) {
     if (Object.prototype.hasOwnProperty.call(candidates, frame[1])) return candidates[frame[1]];
   }
   return null;
@@ -105,7 +128,7 @@ function renderCode(cjs, lines, candidates, timeoutMs) {
       throw err;
     }
     const diagnostics = result.errors.map((e) => ({
-      line: errorLine(e.stack, lines, candidates),
+      line: errorLine(e.stack, e.componentStack, lines, candidates),
       source: "render",
       severity: "fatal",
       rule: "runtime-error",

@@ -30,9 +30,9 @@ function describeError(error, info, stubs) {
   if (error !== null && typeof error === "object") {
     const own = String(error.stack || "");
     const site = own.includes("component.js:") ? "" : stubs.useSite(componentStack);
-    return { message: `${error.name || "Error"}: ${error.message}`, stack: `${own}\n${site}\n${componentStack}` };
+    return { message: `${error.name || "Error"}: ${error.message}`, stack: `${own}\n${site}`, componentStack };
   }
-  return { message: `thrown: ${String(error)}`, stack: componentStack };
+  return { message: `thrown: ${String(error)}`, stack: "", componentStack };
 }
 
 // Catches render errors so that React reports them with its component stack (onCaughtError).

@@ -119,8 +119,52 @@ def test_ids_may_be_a_tensor_and_bad_ids_are_named():
     tok = byte_bpe()
     ids = torch.tensor(tok("Ca").input_ids)
     assert offsets_from_ids(tok, ids).text == "Ca"
-    with pytest.raises(ValueError, match=r"token id 99999 is outside the tokenizer's vocabulary"):
-        offsets_from_ids(tok, [256, 99999])
+    with pytest.raises(ValueError, match=r"token id -100 is negative"):
+        offsets_from_ids(tok, [256, -100])
+
+
+def test_an_id_past_the_vocabulary_covers_nothing_and_warns():
+    """A model whose embedding table is padded past its tokenizer can sample such an id:
+    decoding drops it, so it must not stop training."""
+    tok = byte_bpe()
+    a, b = tok("a").input_ids[0], tok("b").input_ids[0]
+    with pytest.warns(UserWarning, match=r"token id 99999 is past the tokenizer's vocabulary"):
+        tt = offsets_from_ids(tok, [a, 99999, b])
+    assert tt.text == "ab" and tt.offsets_T2.tolist() == [[0, 1], [1, 1], [1, 2]]
+
+
+def test_invalid_utf8_inside_the_text_is_split_byte_by_byte(monkeypatch):
+    """A token ending inside a character followed by one that does not complete it: decode
+    writes one U+FFFD for the broken bytes, and each token covers only what its bytes make."""
+    tok = byte_bpe()
+    ids = tok("a 😀 b").input_ids  # a | Ġð | Ł | ĺ | Ģ | Ġ | b
+    cut = ids[:4] + ids[5:]  # the emoji's last byte is missing
+    tt = offsets_from_ids(tok, cut)
+    assert tt.text == "a \ufffd b"
+    assert tt.offsets_T2.tolist() == [[0, 1], [1, 3], [2, 3], [2, 3], [3, 4], [4, 5]]
+
+
+def test_the_streaming_decoder_serves_cut_characters_and_added_special_tokens(monkeypatch):
+    """Both used to fall back to decoding every prefix (O(T^2)): a completion cut inside a
+    character after whole ones, and an added token marked special that all_special_ids omits."""
+    from tokenizers import AddedToken
+
+    from botgrpo.rewards import spans
+
+    def no_fallback(*args, **kwargs):
+        raise AssertionError("fell back to prefix decoding")
+
+    monkeypatch.setattr(spans, "_prefix_pieces", no_fallback)
+    tok = byte_bpe()
+    ids = tok("ok 😀").input_ids  # o k | Ġð | Ł | ĺ | Ģ  (or similar)
+    tt = offsets_from_ids(tok, ids[:-1])
+    assert tt.text.endswith("\ufffd") and tt.offsets_T2[-1].tolist()[1] == len(tt.text)
+    tok.add_tokens([AddedToken("<tool_call>", special=True)])
+    call = tok.convert_tokens_to_ids("<tool_call>")
+    assert call not in tok.all_special_ids
+    a, b = tok("a").input_ids[0], tok("b").input_ids[0]
+    tt = offsets_from_ids(tok, [a, call, b])
+    assert tt.text == "ab" and tt.offsets_T2.tolist() == [[0, 1], [1, 1], [1, 2]]
 
 
 def test_empty_completion():

@@ -21,8 +21,12 @@ Token offsets
     streaming decoder emits such a character only with the token that completes it; when the
     tokens' bytes are known (byte-level BPE as in GPT-2/Llama 3/Qwen, ``<0xNN>`` byte-fallback
     tokens as in Llama 2/Mistral) the emitted chunk is split between them exactly, byte by
-    byte; otherwise the tokens of that run all share the chunk. If decoding ends inside a
-    character, the trailing tokens share the replacement character(s) ``decode`` gives there.
+    byte (bytes that never make a character, as when a sampled token does not complete the
+    one before it, are the one U+FFFD ``decode`` writes for them); otherwise the tokens of that
+    run all share the chunk. If decoding ends inside a character, the trailing tokens share
+    what ``decode`` gives after the last complete one. An id past the tokenizer's vocabulary
+    (a model whose embedding table is padded, such as Qwen2.5, can sample one) is dropped by
+    ``decode``: it gets an empty range, with a warning; a negative id is an error.
 
 Spans -> tokens (the straddling rule)
     A token belongs to every span it overlaps (shares at least one character with); empty
@@ -36,6 +40,7 @@ Spans -> tokens (the straddling rule)
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -120,16 +125,64 @@ def _token_bytes(tokenizer: Any, token_id: int) -> bytes | None:
     return None
 
 
+def _sequence_length(data: bytes, p: int) -> int:
+    """Bytes of the UTF-8 character at ``data[p]``, or of the invalid sequence there that a
+    lossy decoder replaces with one U+FFFD (the Unicode "maximal subpart" rule that Python's
+    ``errors="replace"`` and Rust's ``from_utf8_lossy`` follow)."""
+    lead = data[p]
+    if lead < 0x80:
+        return 1
+    if 0xC2 <= lead <= 0xDF:
+        need, low, high = 1, 0x80, 0xBF
+    elif lead == 0xE0:
+        need, low, high = 2, 0xA0, 0xBF
+    elif lead == 0xED:
+        need, low, high = 2, 0x80, 0x9F
+    elif 0xE1 <= lead <= 0xEF:
+        need, low, high = 2, 0x80, 0xBF
+    elif lead == 0xF0:
+        need, low, high = 3, 0x90, 0xBF
+    elif 0xF1 <= lead <= 0xF3:
+        need, low, high = 3, 0x80, 0xBF
+    elif lead == 0xF4:
+        need, low, high = 3, 0x80, 0x8F
+    else:
+        return 1  # a continuation byte or an invalid lead byte: one replacement of its own
+    k = 1
+    while k <= need and p + k < len(data):
+        lo, hi = (low, high) if k == 1 else (0x80, 0xBF)
+        if not lo <= data[p + k] <= hi:
+            break
+        k += 1
+    return k
+
+
+def _char_of_byte(data: bytes, chunk: str) -> list[int] | None:
+    """The index in ``chunk`` of the character each byte of ``data`` decodes to, when
+    ``chunk`` is ``data`` decoded (lossily: an invalid sequence is one U+FFFD); else None."""
+    if data.decode("utf-8", errors="replace") != chunk:
+        return None
+    out: list[int] = []
+    p = char = 0
+    while p < len(data):
+        n = _sequence_length(data, p)
+        out.extend([char] * n)
+        p += n
+        char += 1
+    return out if char == len(chunk) else None
+
+
 def _split_run(chunk: str, run_bytes: list[bytes | None]) -> list[tuple[int, int]] | None:
     """Exact character ranges (relative to ``chunk``) of the tokens that produced ``chunk``.
 
-    Returns None unless every token's bytes are known and together spell ``chunk``.
+    Returns None unless every token's bytes are known and together spell ``chunk`` (invalid
+    UTF-8 inside it read as the decoder reads it: one U+FFFD per maximal invalid sequence).
     """
-    if any(b is None for b in run_bytes) or b"".join(run_bytes) != chunk.encode():  # type: ignore[arg-type]
+    if any(b is None for b in run_bytes):
         return None
-    char_of_byte: list[int] = []
-    for j, ch in enumerate(chunk):
-        char_of_byte.extend([j] * len(ch.encode()))
+    char_of_byte = _char_of_byte(b"".join(run_bytes), chunk)  # type: ignore[arg-type]
+    if char_of_byte is None:
+        return None
     out, pos = [], 0
     for b in run_bytes:
         n = len(b)  # type: ignore[arg-type]
@@ -171,6 +224,17 @@ def _pieces_to_offsets(
     if pending:
         offsets[pending] = (pos, text_len)
     return offsets
+
+
+def _skipped_ids(tokenizer: Any) -> set[int]:
+    """The ids ``decode(..., skip_special_tokens=True)`` drops: the special ids and every added
+    token marked special (SmolLM2's ``<file_sep>``, a ``<tool_call>`` added as special), which
+    ``all_special_ids`` does not always list."""
+    skip = set(getattr(tokenizer, "all_special_ids", ()) or ())
+    added = getattr(tokenizer, "added_tokens_decoder", None)
+    if isinstance(added, dict):
+        skip.update(i for i, token in added.items() if getattr(token, "special", False))
+    return skip
 
 
 def _stream_pieces(backend: Any, ids: list[int], skip: set[int]) -> list[str | None]:
@@ -230,14 +294,21 @@ def offsets_from_ids(
     ('a+b', [[0, 1], [1, 2], [2, 3], [3, 3]])
     """
     id_list = _as_id_list(ids)
-    vocab = len(tokenizer) if hasattr(tokenizer, "__len__") else None
-    bad = [i for i in id_list if i < 0 or (vocab is not None and i >= vocab)]
-    if bad:
+    if any(i < 0 for i in id_list):
         raise ValueError(
-            f"token id {bad[0]} is outside the tokenizer's vocabulary (size {vocab}); "
-            "pass the completion's generated ids without padding or offsets"
+            f"token id {min(id_list)} is negative; pass the completion's generated ids without "
+            "padding or label masks (-100)"
         )
-    skip = set(tokenizer.all_special_ids) if skip_special_tokens else set()
+    vocab = len(tokenizer) if hasattr(tokenizer, "__len__") else None
+    beyond = {i for i in id_list if vocab is not None and i >= vocab}
+    if beyond:  # a model whose embedding table is padded past its tokenizer (Qwen2.5)
+        warnings.warn(
+            f"token id {min(beyond)} is past the tokenizer's vocabulary (size {vocab}), as a "
+            "model with a padded embedding table can sample: decoding drops it, so it covers "
+            "no characters and gets no local reward",
+            stacklevel=2,
+        )
+    skip = (_skipped_ids(tokenizer) if skip_special_tokens else set()) | beyond
     text = _decode(tokenizer, id_list, skip_special_tokens)
     backend = getattr(tokenizer, "backend_tokenizer", None)
     pieces: list[str | None] | None = None
@@ -245,7 +316,10 @@ def offsets_from_ids(
         pieces = _stream_pieces(backend, id_list, skip)
         streamed = "".join(p for p in pieces if p)
         tail = text[len(streamed) :]
-        if not (text.startswith(streamed) and tail == _REPLACEMENT * len(tail)):
+        # what is left belongs to the trailing tokens that end inside a character
+        emitting = [p for p in pieces if p != ""]  # skipped tokens append nothing
+        pending_end = bool(emitting) and emitting[-1] is None
+        if not (text.startswith(streamed) and (not tail or pending_end)):
             pieces = None
     if pieces is None:
         pieces = _prefix_pieces(tokenizer, id_list, skip, text, skip_special_tokens)

@@ -803,3 +803,107 @@ def test_prompts_number_steps_and_lines() -> None:
 def test_doctests(module: Any) -> None:
     failures, attempted = doctest.testmod(module)
     assert attempted > 0 and failures == 0
+
+
+# ---------------------------------------------------------------- what real endpoints send
+
+
+def _body(content: Any, finish_reason: str = "stop", **message: Any) -> str:
+    choice = {"message": {"role": "assistant", "content": content, **message}}
+    return (
+        "[[body]]"
+        + json.dumps({"choices": [{**choice, "finish_reason": finish_reason}]})
+        + "[[/body]]"
+    )
+
+
+def test_an_answer_cut_at_max_tokens_is_no_answer_and_is_not_cached(server, tmp_path) -> None:
+    cut = _body("Step 1: correct\nStep 2: incorr", finish_reason="length")
+    judge = StepJudge(make_config(server, cache_dir=str(tmp_path / "cache")))
+    for _ in range(2):
+        result = judge.judge_steps("p " + cut, STEPS[:2])
+        assert not result.ok and "raise max_tokens" in result.error
+    assert server.n_requests == 2 and judge.metrics.bad_responses == 2
+
+
+def test_content_parts_are_joined_and_a_reasoning_only_answer_is_explained(server) -> None:
+    judge = StepJudge(make_config(server))
+    parts = [
+        {"type": "text", "text": "Step 1: correct\n"},
+        {"type": "text", "text": "Step 2: wrong"},
+    ]
+    assert judge.judge_steps("p " + _body(parts), STEPS[:2]).verdicts == (1, -1)
+    thinking = _body("", reasoning_content="Let me check step 1...")
+    result = judge.judge_steps("q " + thinking, STEPS[:2])
+    assert (
+        not result.ok and "reasoning_content" in result.error and "enable_thinking" in result.error
+    )
+
+
+def test_a_think_block_never_closed_is_a_draft_not_an_answer() -> None:
+    draft = "<think>\nDraft: Step 1: incorrect\nStep 2: correct\nhmm, let me recheck"
+    assert not parse_step_answer(draft, 2).ok
+    assert not parse_code_answer("<think>\nSCORE: 9\nLINE 2: -1", 5).ok
+
+
+def test_an_error_message_is_read_from_a_long_error_body() -> None:
+    import httpx
+
+    body = {
+        "error": {"type": "auth", "request_id": "req_" + "a" * 300, "message": "invalid api key"}
+    }
+    response = httpx.Response(401, json=body)
+    assert judge_client._error_text(response) == "'invalid api key'"
+
+
+def test_retry_after_as_an_http_date() -> None:
+    import email.utils
+    import time
+
+    import httpx
+
+    when = email.utils.formatdate(time.time() + 30, usegmt=True)
+    seconds = judge_client._retry_after(httpx.Response(429, headers={"Retry-After": when}))
+    assert 25 <= seconds <= 31
+    assert judge_client._retry_after(httpx.Response(429, headers={"Retry-After": "soon"})) is None
+
+
+def test_a_pasted_key_is_cleaned_and_a_bad_one_is_named_without_showing_it(server) -> None:
+    config = make_config(server, api_key="sk-test\n")
+    assert config.api_key == "sk-test"
+    assert StepJudge(config).judge_steps("p " + reply("Step 1: correct"), STEPS[:1]).ok
+    with pytest.raises(ValueError, match=r"api_key holds a character .* \(U\+00E9\)") as err:
+        make_config(server, api_key="sk-clé-secrète")
+    assert "secr" not in str(err.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("http://127.0.0.1:abc/v1", "is not a valid URL"),
+        ("http://127.0.0.1:8000/v1?api-version=1", "has a query or fragment"),
+        ("http:///v1", "names no host"),
+    ],
+)
+def test_a_malformed_base_url_is_named_at_construction(url, says) -> None:
+    with pytest.raises(ValueError, match=says):
+        JudgeConfig(base_url=url, model="m")
+    assert JudgeConfig(base_url=" http://127.0.0.1:8000/v1/ ", model="m").base_url.endswith(
+        ":8000/v1"
+    )
+
+
+def test_closing_one_judge_leaves_a_shared_client_open(server) -> None:
+    first = StepJudge(make_config(server))
+    second = StepJudge(client=first.client)
+    with second:
+        pass
+    assert first.judge_steps("p " + reply("Step 1: correct"), STEPS[:1]).ok
+    first.close()
+
+
+def test_a_cache_folder_that_cannot_be_made_is_named(tmp_path, server) -> None:
+    blocker = tmp_path / "a_file"
+    blocker.write_text("x")
+    with pytest.raises(ValueError, match=r"cache_dir .* cannot be created"):
+        StepJudge(make_config(server, cache_dir=str(blocker / "cache")))

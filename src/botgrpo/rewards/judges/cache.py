@@ -48,7 +48,13 @@ class JudgeCache:
     def __init__(self, directory: str | os.PathLike[str]) -> None:
         """Use (and create if needed) ``directory``."""
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            raise ValueError(
+                f"JudgeConfig.cache_dir {str(directory)!r} cannot be created "
+                f"({err.strerror or err}); pass a writable folder, or none to disable the cache"
+            ) from None
 
     def path(self, key: str) -> Path:
         """Where the entry for ``key`` lives."""

@@ -15,6 +15,8 @@ longer. Connection errors, other 4xx and malformed bodies are not retried.
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import email.utils
 import random
 import threading
 import time
@@ -147,7 +149,10 @@ class JudgeClient:
             max_connections=config.max_concurrency,
             max_keepalive_connections=config.max_concurrency,
         )
-        self._http = httpx.Client(timeout=config.timeout_s, limits=limits, headers=headers)
+        # redirects are followed as the OpenAI SDK follows them (a proxy, http -> https)
+        self._http = httpx.Client(
+            timeout=config.timeout_s, limits=limits, headers=headers, follow_redirects=True
+        )
 
     def payload(self, messages: Messages) -> dict[str, Any]:
         """The JSON request body for ``messages`` (also what the cache key is made of)."""
@@ -206,15 +211,20 @@ class JudgeClient:
                 return _Attempt(Reply(None, error), retryable=True)
             except httpx.HTTPError as exc:
                 self.metrics.add("connection_errors")
-                error = f"connection error ({type(exc).__name__}): {exc}"
+                error = f"connection error ({type(exc).__name__}): {self._redact(str(exc))}"
                 return _Attempt(Reply(None, error))
         if not response.is_success:
             self.metrics.add("http_errors")
             status = response.status_code
-            error = f"HTTP {status} from {self.config.chat_url}: {response.text[:200]!r}"
+            error = f"HTTP {status} from {self.config.chat_url}: {_error_text(response)}"
             retryable = status == 429 or status >= 500
-            return _Attempt(Reply(None, error), retryable, _retry_after(response))
+            return _Attempt(Reply(None, self._redact(error)), retryable, _retry_after(response))
         return _Attempt(self._read_answer(response))
+
+    def _redact(self, text: str) -> str:
+        """``text`` without the API key (an exception may quote the request's headers)."""
+        key = self.config.api_key
+        return text.replace(key, "***") if key else text
 
     def _read_answer(self, response: httpx.Response) -> Reply:
         """The first choice's message content, or a bad-response error."""
@@ -229,22 +239,61 @@ class JudgeClient:
 
 
 def _answer_text(body: object) -> tuple[str | None, str | None]:
-    """``(content, None)`` from a chat-completions body, or ``(None, reason)``."""
+    """``(content, None)`` from a chat-completions body, or ``(None, reason)``. Content given
+    as a list of parts (``[{"type": "text", "text": ...}]``) is joined; an answer cut at the
+    token limit (``finish_reason`` "length") is no answer: its verdicts would be a draft's."""
     try:
         choice = body["choices"][0]  # type: ignore[index]
-        content = choice["message"]["content"]
+        message = choice["message"]
+        content = message["content"]
     except (KeyError, IndexError, TypeError):
         return None, f"no choices[0].message.content in {str(body)[:200]!r}"
+    if isinstance(content, list):
+        content = "".join(
+            part.get("text", "") if isinstance(part, Mapping) else str(part) for part in content
+        )
+    reason = choice.get("finish_reason") if isinstance(choice, Mapping) else None
     if not isinstance(content, str) or not content.strip():
-        reason = choice.get("finish_reason") if isinstance(choice, Mapping) else None
-        return None, f"empty message content (finish_reason={reason!r})"
+        thinking = isinstance(message, Mapping) and message.get("reasoning_content")
+        hint = (
+            "; the model only reasoned (reasoning_content): raise max_tokens, or turn thinking "
+            'off with extra_body={"chat_template_kwargs": {"enable_thinking": False}}'
+            if thinking
+            else ""
+        )
+        return None, f"empty message content (finish_reason={reason!r}){hint}"
+    if reason == "length":
+        return None, "the answer was cut at max_tokens (finish_reason='length'): raise max_tokens"
     return content, None
 
 
-def _retry_after(response: httpx.Response) -> float | None:
-    """The ``Retry-After`` header in seconds, if it is a plain non-negative number."""
+def _error_text(response: httpx.Response) -> str:
+    """What a failed response says: an OpenAI-style ``error.message`` when the body has one,
+    else the start of the body."""
     try:
-        value = float(response.headers.get("retry-after", ""))
+        body = response.json()
     except ValueError:
-        return None
+        body = None
+    error = body.get("error") if isinstance(body, Mapping) else None
+    message = error.get("message") if isinstance(error, Mapping) else error
+    if isinstance(message, str) and message.strip():
+        return repr(" ".join(message.split())[:300])
+    return repr(response.text[:200])
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """The ``Retry-After`` header in seconds: a non-negative number, or an HTTP date (then the
+    seconds until it)."""
+    header = response.headers.get("retry-after", "")
+    try:
+        value = float(header)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(header)
+        except (TypeError, ValueError, IndexError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=datetime.UTC)
+        value = (when - datetime.datetime.now(datetime.UTC)).total_seconds()
+        return max(0.0, value)
     return value if value >= 0 else None

@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
+
 ENV_PREFIX = "BOTGRPO_JUDGE_"
 """Prefix of the environment variables read by :meth:`JudgeConfig.from_env`."""
 
@@ -77,6 +79,8 @@ class JudgeConfig:
 
     def __post_init__(self) -> None:
         """Normalise the URL and reject values that cannot work, naming the fix."""
+        if isinstance(self.base_url, str):
+            object.__setattr__(self, "base_url", self.base_url.strip())
         _check_url(self.base_url)
         object.__setattr__(self, "base_url", self.base_url.rstrip("/"))
         if not isinstance(self.model, str) or not self.model.strip():
@@ -84,8 +88,9 @@ class JudgeConfig:
                 "JudgeConfig.model is empty: pass model=... or set BOTGRPO_JUDGE_MODEL "
                 "(the served model name)."
             )
-        if self.api_key == "":
-            object.__setattr__(self, "api_key", None)
+        if isinstance(self.api_key, str):  # a key pasted with its line break
+            object.__setattr__(self, "api_key", self.api_key.strip() or None)
+        _check_key(self.api_key)
         if self.cache_dir == "":
             object.__setattr__(self, "cache_dir", None)
         _check_number("temperature", self.temperature, low=0.0)
@@ -146,6 +151,36 @@ def _check_url(url: object) -> None:
         raise ValueError(
             f"JudgeConfig.base_url must be the endpoint root, not the full route (got {url!r}); "
             "drop the trailing /chat/completions, e.g. http://localhost:8000/v1."
+        )
+    try:
+        parsed = httpx.URL(url)
+        parsed.port  # noqa: B018 - a malformed port raises here
+    except (httpx.InvalidURL, ValueError) as err:
+        raise ValueError(f"JudgeConfig.base_url {url!r} is not a valid URL: {err}") from None
+    if not parsed.host:
+        raise ValueError(
+            f"JudgeConfig.base_url {url!r} names no host, e.g. http://localhost:8000/v1"
+        )
+    if parsed.query or parsed.fragment:
+        raise ValueError(
+            f"JudgeConfig.base_url {url!r} has a query or fragment: requests go to "
+            "{base_url}/chat/completions, so give the endpoint root only (query parameters such "
+            "as api-version are not supported)"
+        )
+
+
+def _check_key(key: object) -> None:
+    """Raise, never showing the key, unless it can be sent as a header value."""
+    if key is None:
+        return
+    if not isinstance(key, str):
+        raise ValueError(f"JudgeConfig.api_key must be a string (got a {type(key).__name__}).")
+    bad = [c for c in key if not 0x21 <= ord(c) <= 0x7E]
+    if bad:
+        raise ValueError(
+            f"JudgeConfig.api_key holds a character an HTTP header cannot carry "
+            f"(U+{ord(bad[0]):04X}); paste the key again (spaces, line breaks and non-ASCII "
+            "characters are not part of API keys)."
         )
 
 

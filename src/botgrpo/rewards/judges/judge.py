@@ -56,6 +56,7 @@ class _Judge:
             raise ValueError(
                 f"{type(self).__name__}: config differs from client.config; pass one of them."
             )
+        self._owns_client = client is None
         if client is None:
             client = JudgeClient(config if config is not None else JudgeConfig.from_env())
         self.client = client
@@ -64,8 +65,10 @@ class _Judge:
         self.cache = JudgeCache(self.config.cache_dir) if self.config.cache_dir else None
 
     def close(self) -> None:
-        """Close the HTTP connection pool."""
-        self.client.close()
+        """Close the HTTP connection pool, when this judge made it: a client passed in belongs
+        to its caller and to the other judges sharing it, who close it."""
+        if self._owns_client:
+            self.client.close()
 
     def __enter__(self) -> Self:
         return self

@@ -138,8 +138,11 @@ def parse_code_answer(text: str, n_lines: int) -> CodeVerdict:
 
 
 def _final_answer(text: str) -> str:
-    """The answer after a reasoning model's ``</think>``, if any (drafts inside are ignored),
-    with the typographic minus sign (U+2212, ``−3``) written as ``-``."""
+    """The answer after a reasoning model's ``</think>``, if any (drafts inside are ignored;
+    a ``<think>`` never closed leaves no answer), with the typographic minus sign (U+2212,
+    ``−3``) written as ``-``."""
+    if "</think>" not in text and "<think>" in text:
+        text = text.split("<think>", 1)[0]  # still thinking: what follows is a draft
     return text.rsplit("</think>", 1)[-1].replace("\u2212", "-")
 
 

@@ -92,17 +92,6 @@ def workdir(tmp_path, monkeypatch):
             ["leave 2 for training, fewer than 8", "lower --eval-problems to at most 11"],
         ),
         (["--task", "jsonl:nulls.jsonl"], ["nulls.jsonl:1", "'answer' must be", "None"]),
-        (
-            ["--task", "columns:min_digits=30,max_digits=40"],
-            [
-                "64 of 64 demonstrations are longer than the completion limit of 192 tokens",
-                "raise --max-completion-length to",
-            ],
-        ),
-        (
-            ["--task", "chain:min_steps=18,max_steps=22", "--max-completion-length", "260"],
-            ["pass the tiny model's 256 positions", "give --init-model"],
-        ),
         (["--task", "chain:min_steps=x"], ["min_steps='x' is not a valid int"]),
     ],
 )

@@ -10,6 +10,7 @@ import json
 import random
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -502,3 +503,23 @@ def test_react_blocks_are_found_in_every_variant(variant):
     assert block is not None and block.closed and block.language == "jsx"
     # JavaScript ends lines at CR, LF, CRLF, U+2028 and U+2029 (not at U+0085), as Babel does
     assert count_lines(block.code, JS_BREAK) == (1 if variant == "nel" else 3)
+
+
+@pytest.mark.parametrize(
+    ("spec", "length", "says"),
+    [
+        ("columns:min_digits=30,max_digits=40", None,
+         "64 of 64 demonstrations are longer than the completion limit of 192 tokens"),
+        ("chain:min_steps=18,max_steps=22", 260, "pass the tiny model's 256 positions"),
+    ],
+)  # fmt: skip
+def test_solutions_that_do_not_fit_the_tiny_model_are_warned_about(tmp_path, spec, length, says):
+    from botgrpo.harness.compare import check_inputs
+    from botgrpo.harness.config import CompareConfig
+
+    cfg = CompareConfig(task=spec, out_dir=str(tmp_path), max_completion_length=length)
+    with pytest.warns(UserWarning, match=says):
+        check_inputs(cfg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the built-in task at its own settings fits
+        check_inputs(CompareConfig(task="chain", out_dir=str(tmp_path)))

@@ -668,3 +668,104 @@ def test_run_python_tests_many_keeps_order():
 def test_doctests_pass():
     for module in (sandbox, sandbox_run, _sandbox_bootstrap, classify, config, process, results):
         assert doctest.testmod(module).failed == 0
+
+
+MEAN_WRONG, MEAN_RIGHT = (
+    "def mean(xs):\n    return 0.0\n",
+    "def mean(xs):\n    return sum(xs) / len(xs) if xs else 0.0\n",
+)
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        # a helper that asserts, called from check: each call is a case
+        "def assert_close(a, b):\n    assert abs(a - b) < 1e-6\n\ndef check(candidate):\n"
+        "    assert candidate([]) == 0.0\n    assert_close(candidate([1, 3]), 2.0)\n"
+        "    assert_close(candidate([2, 4, 6]), 4.0)\n",
+        # try / else: raise, beside plain asserts
+        "def check(candidate):\n    assert candidate([]) == 0.0\n    try:\n"
+        "        r = candidate([1, 3])\n    except ZeroDivisionError:\n        pass\n    else:\n"
+        "        if r != 2.0:\n            raise AssertionError(r)\n    assert candidate([2, 4, 6]) == 4.0\n",
+        # with pytest.raises beside asserts (MBPP layout)
+        "import pytest\nassert mean([]) == 0.0\nassert mean([1, 3]) == 2.0\n"
+        "with pytest.raises(TypeError):\n    mean(5)\n",
+    ],
+)
+def test_checks_without_an_assert_statement_are_cases_too(tests):
+    """Wrong code used to pass in full: a failing check that holds no `assert` was not a case."""
+    wrong = run_python_tests(MEAN_WRONG, tests, "mean")
+    right = run_python_tests(MEAN_RIGHT, tests, "mean")
+    assert right.all_passed and right.total == 3, right.cases
+    assert not wrong.all_passed and wrong.passed == 1, wrong.cases
+
+
+def test_a_failure_outside_every_case_counts_as_a_failed_case():
+    tests = "assert mean([]) == 0.0\nvalue = mean([1, 3])\nEXPECTED = {2.0: 1}[value]\n"
+    wrong = run_python_tests(MEAN_WRONG, tests, "mean")
+    assert (wrong.passed, wrong.total) == (1, 2) and "KeyError" in wrong.cases[-1].error
+    assert wrong.cases[-1].lineno == 0
+    assert run_python_tests(MEAN_RIGHT, tests, "mean").all_passed
+
+
+@pytest.mark.parametrize(
+    "cheat",
+    [
+        # read the test source that tracebacks quote
+        "import linecache, re\n\ndef sq(x):\n    src = ''.join(linecache.getlines('tests.py'))\n"
+        "    m = re.search(r'sq\\(' + str(x) + r'\\) == (\\d+)', src)\n    return int(m.group(1))\n",
+        # hide a builtin the tests call
+        "def abs(x):\n    return 0\n\ndef sq(x):\n    return 0\n",
+        # rewrite the reports after the harness has started
+        "import json\n_dumps = json.dumps\njson.dumps = lambda r, **k: _dumps({**r, 'passed': True}"
+        " if 'case' in r else r, **k)\n\ndef sq(x):\n    return 0\n",
+    ],
+)
+def test_cheats_through_the_test_harness_do_not_pass(cheat):
+    tests = "assert abs(sq(2) - 4) < 1e-9\nassert sq(3) == 9\n"
+    result = run_python_tests(cheat, tests)
+    assert result.passed == 0, result.cases
+
+
+def test_annotations_stay_objects_in_the_solution():
+    code = (
+        "def f(x: int) -> int:\n    return x\n\n"
+        "def kinds():\n    return [f.__annotations__['x'], f.__annotations__['return']]\n"
+    )
+    assert run_python_tests(code, "assert kinds() == [int, int]\n").all_passed
+
+
+STACK = "class Stack:\n    def __init__(self):\n        self.items = []\n    def push(self, x):\n" \
+    "        self.items.append(x)\n    def pop(self):\n        return self.items.pop()\n"  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "import unittest\nclass T(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
+        "        cls.values = [1, 2]\n    def test_a(self):\n        s = Stack()\n"
+        "        [s.push(v) for v in self.values]\n        self.assertEqual(s.pop(), 2)\n",
+        "class TestStack:\n    @classmethod\n    def setup_class(cls):\n        cls.values = [1, 2]\n"
+        "    def test_a(self):\n        s = Stack()\n        [s.push(v) for v in self.values]\n"
+        "        assert s.pop() == 2\n",
+        "VALUES = []\ndef setup_module():\n    VALUES.extend([1, 2])\ndef test_a():\n"
+        "    s = Stack()\n    [s.push(v) for v in VALUES]\n    assert s.pop() == 2\n",
+    ],
+)
+def test_class_and_module_set_up_run_before_their_tests(tests):
+    result = run_python_tests(STACK, tests)
+    assert (result.passed, result.total) == (1, 1), result.cases
+
+
+def test_skipped_and_expected_failures_are_not_cases():
+    tests = (
+        "import sys, unittest\nimport pytest\n\ndef test_basic():\n    assert sq(2) == 4\n\n"
+        "@pytest.mark.skip(reason='needs network')\ndef test_remote():\n    assert fetch() == 1\n\n"
+        "@pytest.mark.xfail(reason='known')\ndef test_known():\n    assert sq(2) == 5\n\n"
+        "class T(unittest.TestCase):\n    @unittest.skipIf(sys.version_info < (3, 99), 'later')\n"
+        "    def test_later(self):\n        self.assertEqual(sq(3), 10)\n"
+    )
+    right = run_python_tests(SQUARE_RIGHT, tests)
+    assert (right.passed, right.total) == (1, 1), right.cases
+    skipper = "import unittest\n\ndef sq(x):\n    raise unittest.SkipTest('no')\n"
+    assert run_python_tests(skipper, tests).passed == 0  # the candidate's own skip fails

@@ -47,7 +47,7 @@ from botgrpo.harness.runner import (
     run_settings,
 )
 from botgrpo.harness.warmstart import WarmStartConfig, warm_start, warm_start_path
-from botgrpo.tasks.vocabulary import check_tiny_room, check_tiny_vocabulary
+from botgrpo.tasks.vocabulary import check_tiny_vocabulary, warn_tiny_room
 
 #: The files a comparison replaces in its folder: in a folder botgrpo did not write, these are
 #: the user's, and the comparison is refused rather than replace them (its runs go into
@@ -284,7 +284,7 @@ def check_inputs(cfg: CompareConfig):
     resolve_task_defaults(cfg, task)
     if not cfg.init_model:
         check_tiny_vocabulary(task)
-        check_tiny_room(task, cfg.max_completion_length)
+        warn_tiny_room(task, cfg.max_completion_length)
     check_task_metric(cfg.metric, task)
     for stream in HELD_OUT_STREAMS:
         held_out_examples(task, cfg.eval_problems, stream)

@@ -45,9 +45,11 @@ _MAX_TEXT = 4000
 def plan_test_program(source: str) -> tuple[ast.Module, list[int], int]:
     """Rewrite a test program so that every test case runs, and reports, on its own.
 
-    A test case is a top-level statement that contains an ``assert`` (a bare assert, or a loop
-    or ``if`` holding asserts), either at module level or in the body of a top-level
-    ``def check(candidate)`` (the HumanEval layout). Other statements (imports, constants,
+    A test case is a top-level statement that checks: it contains an ``assert`` or a
+    ``raise`` (a bare assert, a loop or ``if`` holding asserts, ``try: ... else: raise``),
+    expects an exception (``with pytest.raises(...)``), or calls a function of the program
+    that asserts or raises (``assert_close(candidate(x), y)``), either at module level or in
+    the body of a top-level ``def check(candidate)`` (the HumanEval layout). Other statements (imports, constants,
     helper definitions) run as they are. A body with no assert at all (a ``check`` that raises
     on failure, or a test script without ``check``) counts as one test case when it calls or
     raises something; imports, constants and definitions alone are no case. A script's
@@ -77,12 +79,13 @@ def plan_test_program(source: str) -> tuple[ast.Module, list[int], int]:
         tree.body = [s for s in tree.body if not _runs_unittest_main(s)]
     case_lines: list[int] = []
     whole = check is None and not collected
-    tree.body = _wrap_cases(tree.body, case_lines, whole_if_none=whole)
+    helpers = _checking_helpers(tree)
+    tree.body = _wrap_cases(tree.body, case_lines, whole_if_none=whole, helpers=helpers)
     for stmts in collected:  # pytest's tests, unittest's test methods: one case each
         tree.body.append(_case_block(stmts, case_lines))
     n_module = len(case_lines)
     if check is not None:
-        check.body = _wrap_cases(check.body, case_lines, whole_if_none=True)
+        check.body = _wrap_cases(check.body, case_lines, whole_if_none=True, helpers=helpers)
     ast.fix_missing_locations(tree)
     return tree, case_lines, n_module
 
@@ -119,7 +122,13 @@ def _collected_tests(tree: ast.Module) -> list[list[ast.stmt]]:
       plain test classes: a new instance per test, ``setup_method``/``teardown_method`` around
       it), parametrized the same way;
     - ``Cls("test_m").debug()`` (set-up, the test, tear-down; a failure raises) for each
-      ``test*`` method of a top-level class deriving from a ``...TestCase``.
+      ``test*`` method of a top-level class deriving from a ``...TestCase``;
+    - class-level set-up (``setUpClass``, pytest's ``setup_class``) before a class's first
+      case and tear-down after its last; module-level (``setUpModule``, ``setup_module``)
+      before the first case and after the last;
+    - a test or class marked to be skipped or expected to fail (``@pytest.mark.skip``,
+      ``@pytest.mark.xfail``, ``@unittest.skip``, ``@unittest.expectedFailure``) is no case;
+      a conditional skip (``skipif``, ``skipIf``) runs the test.
 
     A test that needs a pytest fixture (an argument neither parametrized nor defaulted) cannot
     run here and is refused with a ValueError naming it, rather than left out."""
@@ -134,18 +143,86 @@ def _collected_tests(tree: ast.Module) -> list[list[ast.stmt]]:
     }
     cases: list[list[ast.stmt]] = []
     for stmt in tree.body:
+        if _skipped(stmt):
+            continue
         if _is_test_function(stmt) and stmt.name not in called:  # type: ignore[union-attr]
             cases += _function_cases(stmt, stmt.name, None)  # type: ignore[arg-type]
         elif isinstance(stmt, ast.ClassDef) and any(_is_test_case(b) for b in stmt.bases):
+            mine = []
             for item in stmt.body:
                 if isinstance(item, ast.FunctionDef) and item.name.startswith("test"):
+                    if _skipped(item):
+                        continue
                     make = ast.Call(ast.Name(stmt.name, ast.Load()), [ast.Constant(item.name)], [])
                     debug = ast.Call(ast.Attribute(make, "debug", ast.Load()), [], [])
-                    cases.append([ast.copy_location(ast.Expr(debug), item)])
+                    mine.append([ast.copy_location(ast.Expr(debug), item)])
+            cases += _around_class(mine, stmt, "setUpClass", "tearDownClass")
         elif isinstance(stmt, ast.ClassDef) and _is_pytest_class(stmt):
+            mine = []
             for item in stmt.body:
-                if _is_test_function(item):
-                    cases += _function_cases(item, item.name, stmt.name)  # type: ignore[arg-type]
+                if _is_test_function(item) and not _skipped(item):
+                    mine += _function_cases(item, item.name, stmt.name)  # type: ignore[arg-type]
+            cases += _around_class(mine, stmt, "setup_class", "teardown_class")
+    names = {s.name for s in tree.body if isinstance(s, ast.FunctionDef)}
+    for setup, teardown in (("setUpModule", "tearDownModule"), ("setup_module", "teardown_module")):
+        if cases and setup in names:
+            cases[0] = [*_calls(setup, cases[0][0]), *cases[0]]
+        if cases and teardown in names:
+            cases[-1] = _with_finally(cases[-1], _calls(teardown, cases[-1][0]))
+    return cases
+
+
+#: Decorators after which pytest or unittest does not count a test as run or passed: skipped
+#: unconditionally, or expected to fail. (A conditional skip, ``skipif``, runs the test.)
+_SKIP_MARKS = frozenset({"skip", "xfail", "expectedFailure"})
+
+
+def _skipped(stmt: ast.stmt) -> bool:
+    """Whether a test function or class carries ``@pytest.mark.skip``, ``@pytest.mark.xfail``,
+    ``@unittest.skip(...)`` or ``@unittest.expectedFailure``: it is no case."""
+    import ast
+
+    if not isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return False
+    for dec in stmt.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        if getattr(target, "attr", getattr(target, "id", "")) in _SKIP_MARKS:
+            return True
+    return False
+
+
+def _calls(name: str, where: ast.AST, owner: str | None = None) -> list[ast.stmt]:
+    """``owner.name()`` (or ``name()``) as statements placed at ``where``."""
+    import ast
+
+    stmts = ast.parse(f"{owner}.{name}()" if owner else f"{name}()").body
+    for s in stmts:
+        for node in ast.walk(s):
+            ast.copy_location(node, where)
+    return stmts
+
+
+def _with_finally(body: list[ast.stmt], final: list[ast.stmt]) -> list[ast.stmt]:
+    import ast
+
+    return [ast.copy_location(ast.Try(body=body, handlers=[], orelse=[], finalbody=final), body[0])]
+
+
+def _around_class(
+    cases: list[list[ast.stmt]], cls: ast.ClassDef, setup: str, teardown: str
+) -> list[list[ast.stmt]]:
+    """A class's cases with its class-level set-up run before the first and its tear-down
+    after the last, when the class defines them (unittest's ``setUpClass``, pytest's
+    ``setup_class``); a failing set-up fails that first case."""
+    import ast
+
+    defined = {s.name for s in cls.body if isinstance(s, ast.FunctionDef)}
+    if not cases:
+        return cases
+    if setup in defined:
+        cases[0] = [*_calls(setup, cases[0][0], cls.name), *cases[0]]
+    if teardown in defined:
+        cases[-1] = _with_finally(cases[-1], _calls(teardown, cases[-1][0], cls.name))
     return cases
 
 
@@ -329,10 +406,46 @@ def _is_definition(stmt: ast.stmt) -> bool:
     return isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
 
 
-def _is_case(stmt: ast.stmt) -> bool:
+def _checking_helpers(tree: ast.Module) -> frozenset[str]:
+    """Names of the program's top-level functions that check something (hold an ``assert`` or
+    a ``raise``): calling one, as ``assert_close(candidate(x), y)``, is a test case."""
     import ast
 
-    return not _is_definition(stmt) and any(isinstance(n, ast.Assert) for n in ast.walk(stmt))
+    return frozenset(
+        s.name
+        for s in tree.body
+        if isinstance(s, ast.FunctionDef)
+        and s.name != "check"
+        and any(isinstance(n, ast.Assert | ast.Raise) for n in ast.walk(s))
+    )
+
+
+def _is_case(stmt: ast.stmt, helpers: frozenset[str] = frozenset()) -> bool:
+    """A statement that checks: it holds an ``assert`` or a ``raise`` (``try: ... else: raise
+    AssertionError``), expects an exception (``with pytest.raises(...)``,
+    ``self.assertRaises``), or calls a checking helper of the program."""
+    import ast
+
+    if _is_definition(stmt):
+        return False
+    if any(isinstance(n, ast.Assert | ast.Raise) for n in ast.walk(stmt)):
+        return True
+    if isinstance(stmt, ast.With) and any(_expects_raise(i.context_expr) for i in stmt.items):
+        return True
+    call = stmt.value if isinstance(stmt, ast.Expr) else None
+    return (
+        isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in helpers
+    )
+
+
+def _expects_raise(expr: ast.expr) -> bool:
+    """``pytest.raises(...)``, ``raises(...)``, ``self.assertRaises(...)`` and the like."""
+    import ast
+
+    if not isinstance(expr, ast.Call):
+        return False
+    name = getattr(expr.func, "attr", getattr(expr.func, "id", ""))
+    return name in ("raises", "warns", "assertRaises", "assertRaisesRegex", "assertWarns")
 
 
 def _is_future_import(stmt: ast.stmt) -> bool:
@@ -351,9 +464,14 @@ def _can_fail(stmt: ast.stmt) -> bool:
     return any(isinstance(n, ast.Call | ast.Raise | ast.Assert) for n in ast.walk(stmt))
 
 
-def _wrap_cases(body: list[ast.stmt], case_lines: list[int], whole_if_none: bool) -> list[ast.stmt]:
-    if any(_is_case(stmt) for stmt in body):
-        return [_case_block([s], case_lines) if _is_case(s) else s for s in body]
+def _wrap_cases(
+    body: list[ast.stmt],
+    case_lines: list[int],
+    whole_if_none: bool,
+    helpers: frozenset[str] = frozenset(),
+) -> list[ast.stmt]:
+    if any(_is_case(stmt, helpers) for stmt in body):
+        return [_case_block([s], case_lines) if _is_case(s, helpers) else s for s in body]
     head = [s for s in body if _is_future_import(s)]
     rest = [s for s in body if not _is_future_import(s)]
     if not whole_if_none or not any(_can_fail(s) for s in rest):
@@ -382,14 +500,21 @@ def _strip_boot_frames(tb: types.TracebackType | None) -> types.TracebackType | 
 
 
 def _format_exception(exc: BaseException) -> str:
-    """The traceback as Python prints it, without this harness's own leading frames."""
+    """The traceback as Python prints it, without this harness's own leading frames; the test
+    sources are in ``linecache`` only while it is formatted (never while candidate code runs)."""
+    import linecache
     import traceback
 
     tb = _strip_boot_frames(exc.__traceback__)
+    for filename, source in _SOURCES.items():
+        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     try:
         return "".join(traceback.format_exception(type(exc), exc, tb))
     except Exception:  # a hostile __str__ or __repr__
         return f"{type(exc).__name__}: <unprintable exception>\n"
+    finally:
+        for filename in _SOURCES:
+            linecache.cache.pop(filename, None)
 
 
 def _solution_lines(exc: BaseException) -> list[int]:
@@ -424,7 +549,7 @@ def _load_solution(module_name: str) -> types.ModuleType:
     module = types.ModuleType(module_name)
     module.__file__ = SOLUTION_FILE
     sys.modules[module_name] = module
-    exec(compile(source, SOLUTION_FILE, "exec"), module.__dict__)
+    exec(compile(source, SOLUTION_FILE, "exec", dont_inherit=True), module.__dict__)
     return module
 
 
@@ -445,16 +570,18 @@ class _Reporter:
     """Writes nonce-prefixed JSON lines to the report file descriptor."""
 
     def __init__(self, fd: int, nonce: str) -> None:
+        import json
+
         self.fd = fd
         self.nonce = nonce
         self.seen: set[int] = set()
+        # taken before the candidate runs: replacing json.dumps or os.write later changes nothing
+        self._dumps, self._write = json.dumps, os.write
 
     def emit(self, record: dict[str, object]) -> None:
-        import json
-
-        line = f"{self.nonce} {json.dumps(record)}\n".encode()
+        line = f"{self.nonce} {self._dumps(record)}\n".encode()
         while line:
-            line = line[os.write(self.fd, line) :]
+            line = line[self._write(self.fd, line) :]
 
     def case(self, index: int) -> _Case:
         return _Case(self, index)
@@ -472,10 +599,19 @@ class _Case:
 
     def __exit__(self, exc_type: object, exc: BaseException | None, tb: object) -> bool:
         record: dict[str, object] = {"case": self.index, "passed": exc is None}
-        if exc is not None:
+        if exc is not None and _is_skip(exc):
+            record = {"case": self.index, "skipped": True}  # not run: not counted
+        elif exc is not None:
             record.update(_describe(exc))
         self.reporter.emit(record)
         return True
+
+
+def _is_skip(exc: BaseException) -> bool:
+    """A test skipped by its own program (``@unittest.skipIf``, ``pytest.skip(...)``), not
+    by the candidate: raised with no frame of solution.py on its traceback."""
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    return bool(names & {"SkipTest", "Skipped"}) and not _solution_lines(exc)
 
 
 def _read_job() -> dict:
@@ -495,7 +631,12 @@ def _run_tests(job: dict) -> int:
     except BaseException as exc:
         reporter.emit({"load_error": _describe(exc)})
         return 1
-    namespace = dict(vars(module), __name__="__tests__")
+    import builtins
+
+    # the solution's functions and imports, but not its own `abs` or `len` in the tests' place
+    shadows = set(vars(builtins))
+    namespace = {k: v for k, v in vars(module).items() if k not in shadows}
+    namespace["__name__"] = "__tests__"
     namespace[CASE_HOOK] = reporter.case
     if job.get("entry_point"):
         candidate = getattr(module, job["entry_point"], None)
@@ -512,11 +653,13 @@ def _run_tests(job: dict) -> int:
     return 0
 
 
-def _remember_source(filename: str, source: str) -> None:
-    """Let tracebacks quote lines of a test file that exists only in memory."""
-    import linecache
+_SOURCES: dict[str, str] = {}
 
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+
+def _remember_source(filename: str, source: str) -> None:
+    """Let tracebacks quote lines of a test file that exists only in memory (put into
+    ``linecache`` by :func:`_format_exception` only while it formats one)."""
+    _SOURCES[filename] = source
 
 
 def _run_snippets(snippets: list[str], namespace: dict, reporter: _Reporter) -> None:
@@ -524,7 +667,7 @@ def _run_snippets(snippets: list[str], namespace: dict, reporter: _Reporter) -> 
         filename = f"test_{index}.py"
         _remember_source(filename, snippet)
         with reporter.case(index):
-            exec(compile(snippet, filename, "exec"), namespace)
+            exec(compile(snippet, filename, "exec", dont_inherit=True), namespace)
 
 
 def _run_program(source: str, namespace: dict, reporter: _Reporter) -> None:
@@ -532,7 +675,7 @@ def _run_program(source: str, namespace: dict, reporter: _Reporter) -> None:
     _remember_source(TESTS_FILE, source)
     tree, case_lines, n_module = plan_test_program(source)
     try:
-        exec(compile(tree, TESTS_FILE, "exec"), namespace)
+        exec(compile(tree, TESTS_FILE, "exec", dont_inherit=True), namespace)
         check_ran = any(i in reporter.seen for i in range(n_module, len(case_lines)))
         if find_check(tree) is not None and not check_ran:
             namespace["check"](namespace.get("candidate"))

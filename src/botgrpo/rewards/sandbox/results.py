@@ -62,7 +62,8 @@ class TestCaseResult:
     passed: bool
     """Whether the case ran without raising."""
     lineno: int
-    """First line of the case in the test program (1 for a snippet)."""
+    """First line of the case in the test program (1 for a snippet; 0 for the failure of a
+    statement outside every case, counted as one more failed case)."""
     error: str = ""
     """The exception line (e.g. "AssertionError"), or why the case did not run; "" if passed."""
     traceback: str = ""

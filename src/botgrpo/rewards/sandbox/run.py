@@ -304,8 +304,24 @@ def _collect_test_result(outcome: _Outcome, case_lines: Sequence[int]) -> TestRu
                 stopper = record[key]
     why_not_run = "no result: " + (_text(stopper.get("error")) or outcome.result.reason)
     cases = tuple(
-        _case_result(i, line, found.get(i), why_not_run) for i, line in enumerate(case_lines)
+        _case_result(i, line, found.get(i), why_not_run)
+        for i, line in enumerate(case_lines)
+        if found.get(i, {}).get("skipped") is not True  # skipped by the tests: not counted
     )
+    setup = next(
+        (r["setup_error"] for r in outcome.reports if isinstance(r.get("setup_error"), dict)), None
+    )
+    if setup is not None:  # the program failed outside every case: a check that failed too
+        cases += (
+            TestCaseResult(
+                len(case_lines),
+                False,
+                0,
+                error="failed outside any test case: " + _text(setup.get("error")),
+                traceback=_text(setup.get("traceback")),
+                solution_lines=_lines(setup.get("solution_lines")),
+            ),
+        )
     return TestRunResult(
         passed=sum(c.passed for c in cases),
         total=len(cases),

@@ -78,8 +78,9 @@ def test_token_classification_layout_reads_the_rows_trls_prm_trainer_wrote():
     for steps, scores in zip(SOLUTIONS, got, strict=True):
         ids = [tok.bos_token_id, *tok(PROBLEM, add_special_tokens=False).input_ids]
         positions = []
-        for step in steps:
-            ids += tok(step + "\n", add_special_tokens=False).input_ids
+        for step in steps:  # TRL: the step's ids, then the separator's, each on its own
+            ids += tok(step, add_special_tokens=False).input_ids
+            ids += tok("\n", add_special_tokens=False).input_ids
             positions.append(len(ids) - 1)
         logits = model(input_ids=torch.tensor([ids])).logits[0].float()
         expected = [p[1] for p in logits[positions].softmax(-1).tolist()]
@@ -225,8 +226,10 @@ def test_a_prm_folder_named_in_options_is_loaded_as_yaml_would_name_it(tmp_path)
 
 
 def test_a_missing_prm_folder_is_one_line(tmp_path):
-    with pytest.raises(ValueError, match="cannot be loaded"):
+    with pytest.raises(ValueError, match=r"nothing-here'.*no such folder"):
         ProcessRewardModel({"model": str(tmp_path / "nothing-here")})
+    with pytest.raises(ValueError, match="cannot be loaded"):
+        ProcessRewardModel({"model": "no-such-org/no-such-prm"})  # offline hub id
 
 
 # ---- a task judged by a learned verifier ------------------------------------------------------
@@ -278,7 +281,7 @@ def test_compare_with_a_missing_prm_is_one_line_and_creates_nothing(tmp_path, ca
     out = tmp_path / "out"
     code = main(["compare", "--out-dir", str(out), "--step-verifier", f"prm:{tmp_path / 'no'}"])
     err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1 and "cannot be loaded" in err, err
+    assert code == 2 and len(err.splitlines()) == 1 and "no such folder" in err, err
     assert not out.exists()
 
 
@@ -293,3 +296,67 @@ def test_outcome_only_runs_do_not_depend_on_the_step_verifier():
     grpo = [run_settings(RunSpec("grpo", 0, 1e-4, "m", "d", c)) for c in (cfg, prm)]
     bot = [run_settings(RunSpec("bot", 0, 1e-4, "m", "d", c)) for c in (cfg, prm)]
     assert grpo[0] == grpo[1] and bot[0] != bot[1]
+
+
+def test_token_classification_reads_the_separator_even_where_a_merge_would_join_it():
+    """A tokenizer that joins "." and a line break into one token (Qwen2's rule) must still be
+    read at the lone line-break token TRL put the label on."""
+    vocab = {BYTE[b]: b for b in range(256)}
+    vocab[".Ċ"] = 256
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[(".", "Ċ")]))
+    backend.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    backend.decoder = decoders.ByteLevel()
+    tok = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<pad>")
+    assert tok("a.\n", add_special_tokens=False).input_ids[-1] == 256  # joined when together
+    prm = _prm("token_classification", tiny(LlamaForTokenClassification, tok, num_labels=2), tok)
+    ids, at = prm.encode("Q?", ["It is 5."])
+    newline = tok("\n", add_special_tokens=False).input_ids
+    assert [ids[i] for i in at] == newline and 256 not in ids
+
+
+def test_non_finite_logits_give_neutral_verdicts_not_right_ones(caplog):
+    tok = tokenizer()
+    model = tiny(LlamaForTokenClassification, tok, num_labels=2)
+    with torch.no_grad():
+        model.score.weight.fill_(float("nan"))
+    prm = _prm("token_classification", model, tok)
+    with caplog.at_level(logging.WARNING):
+        [scores] = prm.score([PROBLEM], [["3*4=12", "2+12=14"]])
+    assert scores.failed and scores.verdicts == (0, 0) and prm.stats.failed_batches == 1
+    assert "not finite" in caplog.text
+
+
+def test_max_length_is_capped_at_the_models_positions():
+    tok = tokenizer()
+    model = tiny(LlamaForTokenClassification, tok, num_labels=2)
+    model.config.max_position_embeddings = 40
+    prm = _prm("token_classification", model, tok)
+    short, long_ = prm.score(["Q?", "Q?"], [["1+1=2"], ["word " * 30, "end"]])
+    assert not short.failed and short.verdicts != (0,)
+    assert not long_.failed and long_.truncated == 2 and long_.verdicts == (0, 0)
+
+
+def test_inputs_of_the_wrong_type_are_refused():
+    tok = tokenizer()
+    prm = _prm("token_classification", tiny(LlamaForTokenClassification, tok, num_labels=2), tok)
+    with pytest.raises(TypeError, match="problem 0 is a list, not a string"):
+        prm.score([[{"role": "user", "content": "Q"}]], [["1+1=2"]])
+    with pytest.raises(TypeError, match="steps of solution 0 must be a list of strings"):
+        prm("Q?", "1+1=2")
+
+
+def test_a_folder_without_a_trained_head_is_refused(tmp_path):
+    tok = tokenizer()
+    causal = tiny(LlamaForCausalLM, tok)
+    causal.save_pretrained(tmp_path / "causal")
+    tok.save_pretrained(tmp_path / "causal")
+    with pytest.raises(
+        ValueError, match="no trained score weights for layout 'token_classification'"
+    ):
+        ProcessRewardModel({"model": str(tmp_path / "causal"), "device": "cpu"})
+    with pytest.raises(ValueError, match="without a classification head"):
+        ProcessRewardModel(
+            {"model": str(tmp_path / "causal"), "device": "cpu", "trust_remote_code": True}
+        )
+    with pytest.raises(ValueError, match=r"PRMConfig\.device 'gpu' is not a device torch knows"):
+        ProcessRewardModel({"model": str(tmp_path / "causal"), "device": "gpu"})

@@ -7,6 +7,7 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from botgrpo.loading import from_pretrained
@@ -48,12 +49,44 @@ class PRMStats:
     errors: list[str] = field(default_factory=list)
 
 
+def _check_head(cfg: PRMConfig, model: Any, info: Mapping[str, Any]) -> None:
+    """ValueError when the folder has no trained head for the layout: transformers then starts
+    the head from random weights (it only prints a report), and every verdict is noise."""
+    missing = [str(k) for k in info.get("missing_keys", ())]
+    head = ("lm_head",) if cfg.layout == "math_shepherd" else ("score", "classifier")
+    untrained = [k for k in missing if k.split(".")[0] in head]
+    if untrained:
+        hint = (
+            " (Qwen2.5-Math-PRM's own head needs trust_remote_code: true)"
+            if cfg.layout == "qwen" and not cfg.trust_remote_code
+            else ""
+        )
+        raise ValueError(
+            f"its folder has no trained {untrained[0].split('.')[0]} weights for layout "
+            f"{cfg.layout!r}{hint}; a model without them would give random verdicts"
+        )
+    heads = ("score", "classifier", "lm_head")
+    if cfg.layout != "math_shepherd" and not any(hasattr(model, h) for h in heads):
+        raise ValueError(
+            f"it loads as {type(model).__name__}, a model without a classification head; "
+            f"layout {cfg.layout!r} needs a 2-class head (for a token-classification PRM leave "
+            "trust_remote_code false)"
+        )
+
+
 def _device_and_dtype(config: PRMConfig):
     import torch
 
     device = config.device
     if device == "auto":
         device = "cuda" if torch.cuda.is_available() else "cpu"
+    try:
+        torch.device(device)
+    except RuntimeError:
+        raise ValueError(
+            f"PRMConfig.device {config.device!r} is not a device torch knows; pass auto, cpu, "
+            "cuda or cuda:N"
+        ) from None
     dtype = config.dtype
     if dtype == "auto":
         dtype = "bfloat16" if device.startswith("cuda") else "float32"
@@ -88,6 +121,10 @@ class ProcessRewardModel:
         self.model, self.tokenizer = model.eval(), tokenizer
         self.stats = PRMStats()
         self._check()
+        self.max_length = self.config.max_length
+        limit = _position_limit(self.model)
+        if limit is not None and limit < self.max_length:
+            self.max_length = limit  # past its positions a forward fails: those steps are cut
 
     # ---- loading ------------------------------------------------------------------------------
 
@@ -101,22 +138,37 @@ class ProcessRewardModel:
 
         cfg = self.config
         remote = {"trust_remote_code": cfg.trust_remote_code}
+        name = str(Path(cfg.model).expanduser()) if cfg.model.startswith("~") else cfg.model
+        looks_local = name.startswith(("/", "./", "../")) or Path(name).exists()
+        if looks_local and not Path(name).is_dir():
+            raise ValueError(
+                f"PRM {cfg.model!r}: no such folder; pass a folder saved with save_pretrained"
+            )
         try:
             if tokenizer is None:
-                tokenizer = AutoTokenizer.from_pretrained(cfg.model, **remote)
+                tokenizer = AutoTokenizer.from_pretrained(name, **remote)
             if model is None:
                 if cfg.layout == "math_shepherd":
                     cls = AutoModelForCausalLM
                 else:
                     cls = AutoModel if cfg.trust_remote_code else AutoModelForTokenClassification
-                model = from_pretrained(cls, cfg.model, dtype=self.dtype, **remote)
+                model, info = from_pretrained(
+                    cls, name, dtype=self.dtype, output_loading_info=True, **remote
+                )
+                _check_head(cfg, model, info)
         except (OSError, ValueError) as err:
-            reason = " ".join(str(err).split())[:200]
+            reason = " ".join(str(err).split())[:300]
             raise ValueError(
                 f"PRM {cfg.model!r} cannot be loaded ({reason}); pass a folder saved with "
                 "save_pretrained or a hub name available offline"
             ) from None
-        return model.to(self.device), tokenizer
+        try:
+            return model.to(self.device), tokenizer
+        except (RuntimeError, AssertionError) as err:  # no CUDA, a device torch does not know
+            raise ValueError(
+                f"PRMConfig.device {cfg.device!r} cannot be used here ({' '.join(str(err).split())[:120]}); "
+                "pass auto, cpu or an available cuda device"
+            ) from None
 
     def _check(self) -> None:
         """One-line errors for a model that cannot work with its layout."""
@@ -187,8 +239,9 @@ class ProcessRewardModel:
         """Input ids of one solution and the position of each step's read token.
 
         token_classification: as TRL's PRM trainer built its rows, the BOS (when the tokenizer
-        has one), the problem's ids, then each ``step + separator`` tokenized on its own, read
-        at the last id of each. qwen and math_shepherd: the whole text of :meth:`layout`
+        has one), the problem's ids, then each step's ids followed by the separator's ids (each
+        tokenized on its own: a tokenizer that joins ``.`` and a line break into one token when
+        they are tokenized together would read another token), read at the separator's last. qwen and math_shepherd: the whole text of :meth:`layout`
         tokenized at once, as their model cards do, read at the token holding the separator's
         last non-blank character.
         """
@@ -196,9 +249,10 @@ class ProcessRewardModel:
         if self.config.layout == "token_classification":
             ids = [tok.bos_token_id] if tok.bos_token_id is not None else []
             ids += tok(problem, add_special_tokens=False).input_ids
+            separator = tok(self.config.step_separator, add_special_tokens=False).input_ids
             at = []
             for step in steps:
-                ids += tok(step + self.config.step_separator, add_special_tokens=False).input_ids
+                ids += tok(step, add_special_tokens=False).input_ids + separator
                 at.append(len(ids) - 1)
             return ids, at
         text, reads = self.layout(problem, steps)
@@ -217,6 +271,14 @@ class ProcessRewardModel:
         forward; a batch whose forward fails gets neutral verdicts (logged), never an error."""
         if len(problems) != len(steps_lists):
             raise ValueError(f"got {len(problems)} problems for {len(steps_lists)} solutions")
+        for i, (problem, steps) in enumerate(zip(problems, steps_lists, strict=True)):
+            if not isinstance(problem, str):
+                raise TypeError(
+                    f"problem {i} is a {type(problem).__name__}, not a string: pass the problem's "
+                    "text (the user turn of a chat prompt)"
+                )
+            if isinstance(steps, str) or not all(isinstance(x, str) for x in steps):
+                raise TypeError(f"steps of solution {i} must be a list of strings, one per step")
         start = time.perf_counter()
         out: list[PRMScores] = []
         size = self.config.batch_size
@@ -235,7 +297,7 @@ class ProcessRewardModel:
             logger.warning(
                 "prm: %d steps lay past max_length %d and were not scored (verdict 0)",
                 truncated,
-                self.config.max_length,
+                self.max_length,
             )
         logger.info(
             "prm: %d completions, %d steps in %.2f s (%d truncated)",
@@ -265,7 +327,7 @@ class ProcessRewardModel:
         rows, positions = [], []
         for problem, steps in zip(problems, steps_lists, strict=True):
             ids, at = self.encode(problem, list(steps))
-            ids = ids[: cfg.max_length]
+            ids = ids[: self.max_length]
             rows.append(ids)
             positions.append([p if p < len(ids) else None for p in at])
         width = max((len(r) for r in rows), default=0)
@@ -287,6 +349,10 @@ class ProcessRewardModel:
         out = []
         for b, at in enumerate(positions):
             ps = tuple(None if p is None else float(p_BT[b, p]) for p in at)
+            if any(p is not None and not 0.0 <= p <= 1.0 for p in ps):  # NaN, inf logits
+                raise FloatingPointError(
+                    "the model's logits at a step are not finite (an overflow in low precision?)"
+                )
             verdicts = tuple(0 if p is None else (-1 if p < cfg.threshold else 1) for p in ps)
             out.append(PRMScores(ps, verdicts, sum(p is None for p in ps)))
         return out
@@ -300,7 +366,19 @@ class ProcessRewardModel:
         return [list(s.verdicts) for s in self.score(problems, steps_lists)]
 
     def __call__(self, problem: str, steps: Sequence[str]) -> list[int]:
+        if isinstance(steps, str):
+            raise TypeError("steps of solution 0 must be a list of strings, one per step")
         return self.judge_many([problem], [list(steps)])[0]
+
+
+def _position_limit(model: Any) -> int | None:
+    """The most tokens the model's position embeddings hold, when its config says."""
+    config = getattr(model, "config", None)
+    for key in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, key, None)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def _tokens_at(offsets: Sequence[Sequence[int]], chars: Sequence[int]) -> list[int | None]:

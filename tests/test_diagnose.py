@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -790,3 +791,28 @@ def test_diagnose_runs_on_a_users_own_task_and_model(tmp_path, capsys):
         result["figures"]["solved"]["value"] > 0
     )
     assert (tmp_path / "out" / "diagnose" / "diagnosis.json").is_file()
+
+
+def test_a_model_folder_without_weights_is_one_line(tmp_path, capsys):
+    from botgrpo.models import resolve_model_path
+
+    weightless = tmp_path / "weightless"
+    weightless.mkdir()
+    warm = Path(resolve_model_path("warm:chain"))
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        if (warm / name).is_file():
+            (weightless / name).write_bytes((warm / name).read_bytes())
+    args = ["diagnose", "--task", "chain", "--model", str(weightless), "--prompts", "2"]
+    assert main([*args, "--k", "2", "--progress", "false", "--out-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot be loaded" in err[0] and "weights included" in err[0], err
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_task_of_one_problem_is_refused(tmp_path, capsys):
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps({"prompt": "1 + 1 =", "answer": "2"}) + "\n")
+    args = ["diagnose", "--task", f"jsonl:{path}", "--model", "warm:chain", "--k", "2"]
+    assert main([*args, "--out-dir", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "only 1 problem(s) to diagnose" in err[0], err

@@ -398,7 +398,7 @@ def test_a_diagnosis_does_not_replace_files_botgrpo_did_not_write(tmp_path, caps
     args = ["diagnose", "--task", "chain", "--prompts", "2", "--out-dir", str(tmp_path)]
     assert main([*args, "--progress", "false"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "holds diagnosis.md, which botgrpo did not" in err
+    assert len(err.splitlines()) == 1 and "holds files botgrpo did not write (diagnosis.md)" in err
     assert mine.read_text() == "my own notes\n" and sorted(folder.iterdir()) == [mine]
 
 
@@ -413,3 +413,21 @@ def test_the_report_says_when_spans_and_verdicts_disagree_in_number():
     note = " ".join(_flags_note({"flag_sample": sample, "verdicts": {}, "exact_verdicts": False}))
     assert "2 rollouts' verdict_spans did not hold one range" in note
     assert 'per verdict in info["raw_verdicts"]' in note
+
+
+def test_hand_marks_in_a_file_with_a_byte_order_mark_are_kept(tmp_path):
+    from botgrpo.harness.flags import check_no_marks
+
+    path = tmp_path / "flags.jsonl"
+    path.write_text("\ufeff" + json.dumps({"wrong": True}) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="holds 1 hand marks"):
+        check_no_marks(path)
+
+
+@pytest.mark.parametrize("odd", ['{"flag_sample": "x"}', "[1, 2]", '{"exact_verdicts": "no"}'])
+def test_an_odd_diagnosis_beside_the_flags_is_read_as_unknown(tmp_path, odd):
+    from botgrpo.harness.cli import _beside
+
+    _write(tmp_path / "flags.jsonl", [{"wrong": None}])
+    (tmp_path / "diagnosis.json").write_text(odd)
+    assert _beside(tmp_path / "flags.jsonl")["exact_verdicts"] is None

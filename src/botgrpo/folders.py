@@ -248,10 +248,12 @@ def own_folder(
     raises :class:`FolderBusy` naming the holder, records the kind and holder in
     ``.botgrpo.json``, and releases the lock on the way out (also on an exception or Ctrl-C).
     A folder it created is removed again when the block fails before anything else was
-    written in it (a setting refused once the trainer is built leaves nothing behind)."""
+    written in it, with the parents it made for it while they stay empty (a setting refused
+    once the trainer is built leaves nothing behind)."""
     path = Path(path).expanduser()
     check_folder_kind(path, kind, also=also, what=what)
     created = not path.exists()
+    new_parents = [p for p in path.parents if not p.exists()]  # innermost first
     path.mkdir(parents=True, exist_ok=True)
     lock = _take(path, what)
     failed = True
@@ -270,6 +272,11 @@ def own_folder(
         lock.release()
         if failed and created:
             _remove_if_only_markers(path)
+            for parent in new_parents:  # the folders made to hold it, if still empty
+                try:
+                    parent.rmdir()
+                except OSError:
+                    break
 
 
 def _remove_if_only_markers(path: Path) -> None:

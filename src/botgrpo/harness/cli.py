@@ -347,13 +347,19 @@ def diagnose_main(argv: Sequence[str]) -> int:
 
     from botgrpo.folders import (
         atomic_write_text,
+        check_empty_unless_ours,
         check_folder_kind,
-        check_no_foreign_files,
         command_line,
         own_folder,
     )
     from botgrpo.harness.advice import advise, plot_diagnosis, render_diagnosis
-    from botgrpo.harness.diagnose import DiagnoseConfig, RewardFailed, diagnose, plan
+    from botgrpo.harness.diagnose import (
+        DiagnoseConfig,
+        ModelUnavailable,
+        RewardFailed,
+        diagnose,
+        plan,
+    )
     from botgrpo.harness.flags import FLAGS_FILE, check_no_marks, write_flags
 
     parser = one_line_parser_errors(
@@ -375,22 +381,28 @@ def diagnose_main(argv: Sequence[str]) -> int:
             check_task_spec(cfg.task)
         folder = Path(cfg.out_dir) / cfg.name
         check_package_name(cfg.name, "--name")
-        check_writable_folder(folder, "the diagnosis folder")
-        check_outside_owned(cfg.out_dir, "--out-dir")
+        check_outside_owned(cfg.out_dir, "--out-dir")  # before anything is written there
         check_folder_kind(folder, "diagnosis", what="the diagnosis folder")
         check_no_marks(folder / FLAGS_FILE)
-        written = ("diagnosis.json", "diagnosis.md", "diagnosis.png", FLAGS_FILE)
-        check_no_foreign_files(folder, written, "the diagnosis folder")
+        check_empty_unless_ours(folder, "the diagnosis folder")
+        check_writable_folder(folder, "the diagnosis folder")
         planned = plan(cfg)
     except (ValueError, OSError) as err:
         raise UsageError(" ".join(str(err).split())) from err
-    try:
-        result = diagnose(cfg, planned)
-    except RewardFailed as err:
-        raise UsageError(f"a reward function failed on the sampled rollouts: {err}") from err
-    result["advice"] = advise(result)
-    flags = result.pop("flags")
+    # the folder is held from sampling to writing: a second diagnosis into it is refused
     with own_folder(folder, "diagnosis", command_line(), what="the diagnosis folder"):
+        try:
+            result = diagnose(cfg, planned)
+        except RewardFailed as err:
+            raise UsageError(f"a reward function failed on the sampled rollouts: {err}") from err
+        except ModelUnavailable as err:
+            raise UsageError(" ".join(str(err).split())) from err
+        result["advice"] = advise(result)
+        flags = result.pop("flags")
+        try:  # marked by check-flags while this diagnosis sampled
+            check_no_marks(folder / FLAGS_FILE)
+        except ValueError as err:
+            raise UsageError(" ".join(str(err).split())) from err
         if flags:
             write_flags(folder / FLAGS_FILE, flags)
         else:  # an unmarked sample of an earlier diagnosis would not belong to this one
@@ -479,6 +491,10 @@ def _beside(path: Path) -> dict:
         diagnosis = None
     if not isinstance(diagnosis, dict):
         return {"exact_verdicts": None, "same_diagnosis": None}
-    digest = (diagnosis.get("flag_sample") or {}).get("digest")
-    same = None if digest is None else flags_digest(read_entries(path)) == digest
-    return {"exact_verdicts": diagnosis.get("exact_verdicts"), "same_diagnosis": same}
+    sample = diagnosis.get("flag_sample")
+    digest = sample.get("digest") if isinstance(sample, dict) else None
+    same = None if not isinstance(digest, str) else flags_digest(read_entries(path)) == digest
+    exact = diagnosis.get("exact_verdicts")
+    # what the diagnosis says of its verdicts holds for its own flags only
+    exact = exact if isinstance(exact, bool) and same is not False else None
+    return {"exact_verdicts": exact, "same_diagnosis": same}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import resource
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,6 +152,10 @@ class Plan:
     cache: str = "dynamic"
 
 
+class ModelUnavailable(ValueError):
+    """The model's weights cannot be loaded (a user's folder without them, a missing shard)."""
+
+
 def plan(cfg: DiagnoseConfig) -> Plan:
     """Resolve the recipe or task, the model, the rewards and every default; ValueError (a
     user's mistake) before any model is loaded."""
@@ -164,7 +169,14 @@ def plan(cfg: DiagnoseConfig) -> Plan:
     task_spec = cfg.task or (recipe["task"] if recipe else "")
     model = cfg.model or (recipe["model"] if recipe else _default_model(task_spec, cfg.out_dir))
     model_path = resolve_model_path(model)
-    tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_path, padding_side="left")
+    except (OSError, ValueError, TypeError) as err:
+        reason = " ".join(str(err).split())[:200]
+        raise ValueError(
+            f"the tokenizer of {model!r} cannot be loaded ({reason}); save the tokenizer into "
+            "the model's folder (tokenizer.save_pretrained) or pass another --model"
+        ) from None
     k = cfg.k or (recipe["k"] if recipe else 8)
     if k < 2:
         raise ValueError(f"the recipe's num_generations is {k}: GRPO and BoT need K >= 2")
@@ -206,6 +218,18 @@ def plan(cfg: DiagnoseConfig) -> Plan:
         default_new = getattr(clean, "max_completion_tokens", 192)
         max_new = cfg.max_completion_length or default_new
         cache = getattr(clean, "generation_cache", "dynamic")
+    if len(prompts) < 2:
+        raise ValueError(
+            f"only {len(prompts)} problem(s) to diagnose: an interval needs at least 2 prompts; "
+            "give a task or dataset with more problems"
+        )
+    if len(prompts) < cfg.prompts:
+        warnings.warn(
+            f"the task has {len(prompts)} problems to diagnose, fewer than --prompts "
+            f"{cfg.prompts}: the figures rest on those",
+            UserWarning,
+            stacklevel=2,
+        )
     if chat:
         from botgrpo.tasks.data import chat_prompt
 
@@ -345,7 +369,14 @@ def diagnose(cfg: DiagnoseConfig, planned: Plan | None = None) -> dict:
     hf_logging.disable_progress_bar()  # the command's own bar says what is happening
     p = planned or plan(cfg)
     tokenizer = AutoTokenizer.from_pretrained(p.model_path, padding_side="left")
-    model = from_pretrained(AutoModelForCausalLM, p.model_path)
+    try:
+        model = from_pretrained(AutoModelForCausalLM, p.model_path)
+    except Exception as err:  # no weights, a missing shard, a file cut short
+        reason = " ".join(str(err).split())[:200]
+        raise ModelUnavailable(
+            f"the model {p.model_path!r} cannot be loaded ({type(err).__name__}: {reason}); "
+            "pass a folder saved with save_pretrained, weights included"
+        ) from err
     bar = _bar(cfg, len(p.prompts))
     try:
         rollouts = sample_rollouts(
@@ -415,8 +446,16 @@ def _exact_verdicts(cfg: DiagnoseConfig) -> bool:
     no learned verifier, no recipe's or user's reward functions."""
     from botgrpo.tasks import BUILTIN_TASKS
 
-    kind = cfg.task.split(":", 1)[0].strip()
-    return kind in BUILTIN_TASKS and not (cfg.verdict_noise or cfg.step_verifier or cfg.config)
+    task = cfg.task or (_recipe(cfg.config)["task"] if cfg.config else "")
+    if cfg.config and not _recipe_scores_its_task(cfg.config):
+        return False  # the recipe's own reward functions judge the steps
+    kind = (task or "").split(":", 1)[0].strip()
+    return kind in BUILTIN_TASKS and not (cfg.verdict_noise or cfg.step_verifier)
+
+
+def _recipe_scores_its_task(path: str) -> bool:
+    """Whether a recipe's only reward function is its task's own (``task_reward``)."""
+    return list(_recipe(path)["args"].reward_funcs or []) == ["task_reward"]
 
 
 def _bar(cfg: DiagnoseConfig, total: int):

@@ -202,7 +202,7 @@ def check_no_marks(path: Path) -> None:
     if not path.is_file():
         return
     marked = 0
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+    for line in path.read_text(encoding="utf-8-sig", errors="replace").splitlines():
         try:
             marked += json.loads(line).get("wrong") is not None
         except (json.JSONDecodeError, AttributeError):

@@ -303,6 +303,14 @@ def test_a_diagnosis_on_few_prompts_says_its_figures_are_rough():
     assert "prompts were sampled" not in " ".join(advise(many, MAP)["why"])
 
 
+def test_rollouts_cut_at_the_length_limit_lead_the_advice_with_a_caution():
+    cut = {**diagnosis(0.75, 0.05), "lengths": {"truncated": 1.0}}
+    why = advise(cut, MAP)["why"]
+    assert why[0].startswith("100% of the rollouts were cut at the length limit")
+    ended = {**diagnosis(0.75, 0.05), "lengths": {"truncated": 0.1}}
+    assert "cut at the length limit" not in " ".join(advise(ended, MAP)["why"])
+
+
 def test_a_tie_names_the_most_any_tie_gained_over_the_run():
     """A tie is read from the speedup; over the run a tie may still keep a small gain, and the
     advice says how much the map's ties kept at most (nothing when none gained)."""

@@ -258,6 +258,10 @@ def _why_between(
     )
 
 
+#: The share of rollouts cut at the length limit from which the advice leads with a caution.
+MANY_CUT = 0.25
+
+
 def advise(result: dict, data: dict | None = None) -> dict:
     """The recommendation for a diagnosis: what to try, why, and the nearest measured settings
     with their speedups and intervals."""
@@ -357,6 +361,14 @@ def advise(result: dict, data: dict | None = None) -> dict:
             "pays more than most of the model's attempts, and a policy can learn to write it "
             "(docs/results/code-regime.md); score such an answer no higher than a failed "
             "attempt, or watch the completion length"
+        )
+    cut = (result.get("lengths") or {}).get("truncated")
+    if isinstance(cut, int | float) and cut >= MANY_CUT:
+        why.insert(
+            0,
+            f"{cut:.0%} of the rollouts were cut at the length limit before they ended: the "
+            "figures describe cut-off attempts, not what the model writes; raise "
+            "--max-completion-length (or the recipe's max_completion_length) and diagnose again",
         )
     prompts = result.get("prompts")
     if isinstance(prompts, int) and prompts < FEW_PROMPTS:
